@@ -1,0 +1,45 @@
+"""torch-to-linalg: raw torch dialect -> torch backend contract -> linalg on tensors.
+
+The stages, in torch-mlir's MLIR build:
+
+1. ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
+   shapes and dtypes refined, ops decomposed to those the backends accept);
+2. ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
+   which IREE takes as input.
+
+Run it as a script on a model factory to print every stage:
+
+    python pipelines/torch_to_linalg.py path/to/model.py:factory
+"""
+
+from __future__ import annotations
+
+import sys
+
+from lowerkit import PassPipelineStage, Pipeline
+
+NAME = "torch-to-linalg"
+
+
+def build_pipeline() -> Pipeline:
+    return Pipeline(
+        NAME,
+        [
+            PassPipelineStage(
+                "torch-backend-contract",
+                "func.func(torch-match-quantized-custom-ops),"
+                "torchdynamo-export-to-torch-backend-pipeline",
+            ),
+            PassPipelineStage(
+                "linalg-on-tensors",
+                "torch-backend-to-linalg-on-tensors-backend-pipeline",
+            ),
+        ],
+        description="raw torch -> torch backend contract -> linalg on tensors",
+    )
+
+
+if __name__ == "__main__":
+    from lowerkit.cli import main
+
+    sys.exit(main(["lower", *sys.argv[1:], "--pipeline", NAME]))

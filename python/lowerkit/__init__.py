@@ -1,0 +1,37 @@
+"""lowerkit: PyTorch to running IREE executables through named MLIR stages you can see,
+test and change from Python.
+
+    art = lowerkit.compile(model, (x,), target="cpu")
+    y = art(x)
+"""
+
+from .api import compile, resolve_pipeline
+from .artifact import Artifact
+from .build import Build, op_histogram
+from .dump import DumpInstrument
+from .errors import (
+    IngressError,
+    InputError,
+    LowerkitError,
+    OpDiagnostic,
+    RegistryError,
+    StageError,
+    TargetError,
+)
+from .ingress import ImportedProgram, import_program
+from .instrument import Instrument
+from .pipeline import Lowering, Pipeline, StageRecord
+from .registry import Registry, pipelines
+from .signature import CallSignature, Constant, TensorSpec
+from .stage import FunctionStage, PassPipelineStage, PythonPassStage, Stage
+from .target import Target
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Artifact", "Build", "CallSignature", "Constant", "DumpInstrument", "FunctionStage",
+    "ImportedProgram", "IngressError", "InputError", "Instrument", "Lowering", "LowerkitError",
+    "OpDiagnostic", "PassPipelineStage", "Pipeline", "PythonPassStage", "Registry",
+    "RegistryError", "Stage", "StageError", "StageRecord", "Target", "TargetError",
+    "TensorSpec", "compile", "import_program", "op_histogram", "pipelines", "resolve_pipeline",
+]

@@ -1,0 +1,74 @@
+"""``lowerkit.compile``: a PyTorch program to a callable `Artifact` in one call."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import bridge, compiler
+from .artifact import Artifact
+from .build import Build, op_histogram
+from .dump import DumpInstrument
+from .ingress import import_program
+from .instrument import Instrument
+from .pipeline import Pipeline, StageRecord
+from .registry import pipelines
+from .target import Target
+
+DEFAULT_PIPELINE = "torch-to-linalg"
+
+
+def resolve_pipeline(pipeline: "str | Pipeline | None") -> Pipeline:
+    if pipeline is None:
+        pipeline = DEFAULT_PIPELINE
+    if isinstance(pipeline, str):
+        return pipelines.get(pipeline)
+    if isinstance(pipeline, Pipeline):
+        return pipeline
+    raise TypeError(f"pipeline must be a registered name or a Pipeline, got {type(pipeline).__name__}")
+
+
+def compile(
+    fn: Callable,
+    args: Any = (),
+    kwargs: dict | None = None,
+    *,
+    target: "str | Target" = "cpu",
+    pipeline: "str | Pipeline | None" = None,
+    dynamic_shapes: Any = None,
+    dump_dir: str | Path | None = None,
+    instruments: Sequence[Instrument] = (),
+    iree_flags: Sequence[str] = (),
+) -> Artifact:
+    """Import ``fn(*args, **kwargs)``, lower it through ``pipeline`` and compile it for ``target``.
+
+    ``fn`` is an ``nn.Module`` or a function; arguments follow ``torch.export.export``
+    (``dynamic_shapes`` too). Python scalars among the arguments are baked into the program.
+    """
+    target = Target.parse(target)
+    pipe = resolve_pipeline(pipeline)
+    instruments = list(instruments)
+    dump = DumpInstrument(dump_dir) if dump_dir is not None else None
+    if dump is not None:
+        instruments.append(dump)
+
+    imported = import_program(fn, args, kwargs, dynamic_shapes)
+    records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
+                           op_histogram(imported.module))]
+    if dump is not None:
+        dump.write("fx-graph", imported.fx_code(), suffix=".py")
+        dump.write_module("torch-import", imported.module)
+
+    lowering = pipe.run(imported.module, instruments=instruments)
+    records += lowering.records
+
+    start = time.perf_counter()
+    bytecode = bridge.to_bytecode(lowering.module)
+    serialise = time.perf_counter() - start
+    result = compiler.compile_to_vmfb(bytecode, target, list(iree_flags))
+    records.append(StageRecord(compiler.STAGE, Build.IREE, serialise + result.seconds, Counter()))
+    if dump is not None:
+        dump.write("module", result.vmfb, suffix=".vmfb")
+    return Artifact(result.vmfb, target, imported.signature, records)

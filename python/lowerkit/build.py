@@ -1,0 +1,110 @@
+"""The two MLIR builds lowerkit drives, and what is common to modules of either.
+
+torch-mlir and iree-base-compiler each bundle their own MLIR. Their objects never mix: a
+module of one build is handed to the other only by `lowerkit.bridge`, as bytecode.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import re
+from collections import Counter
+from types import ModuleType
+from typing import Any
+
+from .errors import OpDiagnostic
+
+
+class Build(enum.Enum):
+    """Which MLIR build a stage runs in."""
+
+    TORCH_MLIR = "torch-mlir"
+    IREE = "iree"
+
+    @property
+    def ir(self) -> ModuleType:
+        return importlib.import_module(
+            "torch_mlir.ir" if self is Build.TORCH_MLIR else "iree.compiler.ir"
+        )
+
+    @property
+    def passmanager(self) -> ModuleType:
+        return importlib.import_module(
+            "torch_mlir.passmanager" if self is Build.TORCH_MLIR else "iree.compiler.passmanager"
+        )
+
+    @property
+    def opt_tool(self) -> str:
+        return "torch-mlir-opt" if self is Build.TORCH_MLIR else "iree-opt"
+
+    def owns(self, module: Any) -> bool:
+        return isinstance(module, self.ir.Module)
+
+    @staticmethod
+    def of(module: Any) -> "Build":
+        for build in Build:
+            if build.owns(module):
+                return build
+        raise TypeError(f"expected an MLIR module of torch-mlir or IREE, got {type(module).__name__}")
+
+
+def op_histogram(module: Any) -> Counter:
+    """How many ops of each name a module holds (the module op itself excluded)."""
+    counts: Counter = Counter()
+    walk_result = Build.of(module).ir.WalkResult.ADVANCE
+
+    def count(op):
+        counts[op.name] += 1
+        return walk_result
+
+    module.operation.walk(count)
+    counts["builtin.module"] -= 1
+    if counts["builtin.module"] <= 0:
+        del counts["builtin.module"]
+    return counts
+
+
+def module_asm(module: Any, *, elide: bool = True, debug_info: bool = False) -> str:
+    """Print a module; large constants are elided unless asked for."""
+    return module.operation.get_asm(
+        large_elements_limit=16 if elide else None,
+        enable_debug_info=debug_info,
+    )
+
+
+_FILE_LOC = re.compile(r'"([^"]+)":(\d+):(\d+)')
+_OP_IN_MESSAGE = (
+    re.compile(r"^'([\w$.]+)' op "),
+    re.compile(r"operation '([\w$.]+)'"),
+    re.compile(r"op '([\w$.]+)'"),
+)
+
+
+def source_location(location: Any) -> str | None:
+    """``file:line`` of the first file location inside an MLIR location, if any."""
+    m = _FILE_LOC.search(str(location))
+    return f"{m.group(1)}:{m.group(2)}" if m else None
+
+
+def op_in_message(message: str) -> str | None:
+    for pattern in _OP_IN_MESSAGE:
+        m = pattern.search(message)
+        if m:
+            return m.group(1)
+    return None
+
+
+def diagnostics_of(error: Exception) -> list[OpDiagnostic]:
+    """OpDiagnostics from an ``MLIRError`` of either build (each error with its notes)."""
+    infos = getattr(error, "error_diagnostics", None) or []
+    out = []
+    for info in infos:
+        message = info.message
+        notes = [n.message for n in getattr(info, "notes", [])]
+        if notes:
+            message += " (" + "; ".join(notes) + ")"
+        out.append(OpDiagnostic(message, op_in_message(info.message), source_location(info.location)))
+    if not out:
+        out.append(OpDiagnostic(getattr(error, "message", None) or str(error)))
+    return out

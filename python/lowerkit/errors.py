@@ -1,0 +1,76 @@
+"""Exceptions lowerkit raises.
+
+Every failure names where it happened (the stage) and, where known, the op and the
+user's Python source line, so that a user never has to read a native stack dump.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class LowerkitError(Exception):
+    """Base class of every error lowerkit raises on purpose."""
+
+
+@dataclass
+class OpDiagnostic:
+    """One diagnostic about one op: what went wrong and where it came from."""
+
+    message: str
+    op: str | None = None
+    location: str | None = None  # "file.py:12" of the user's source, or an MLIR location
+
+    def __str__(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        what = f"'{self.op}': " if self.op else ""
+        return f"{where}{what}{self.message}"
+
+
+class StageError(LowerkitError):
+    """A stage of a pipeline (or IREE's compiler) failed on a module."""
+
+    def __init__(
+        self,
+        stage: str,
+        summary: str,
+        diagnostics: list[OpDiagnostic] | None = None,
+        reproducer: Path | None = None,
+        command: str | None = None,
+    ):
+        self.stage = stage
+        self.summary = summary
+        self.diagnostics = list(diagnostics or [])
+        self.reproducer = reproducer
+        self.command = command
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        lines = [f"stage '{self.stage}' failed: {self.summary}"]
+        for d in self.diagnostics:
+            lines.append(f"  {d}")
+        if self.reproducer is not None:
+            lines.append(f"  reproducer: {self.reproducer}")
+        if self.command:
+            lines.append(f"  replay with: {self.command}")
+        return "\n".join(lines)
+
+
+class IngressError(LowerkitError):
+    """torch.export or torch-mlir's FX importer could not import the program."""
+
+
+class InputError(LowerkitError, TypeError):
+    """The arguments given to a compiled program do not match its signature."""
+
+
+class TargetError(LowerkitError, ValueError):
+    """An unknown or unusable target, or a runtime driver that is not available."""
+
+
+class RegistryError(LowerkitError, KeyError):
+    """A name looked up in, or added to, a registry is unknown or already taken."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""

@@ -1,0 +1,192 @@
+"""Ingress: a PyTorch module or function to the MLIR ``torch`` dialect.
+
+This is the only place that calls ``torch.export`` and torch-mlir's FX importer. The program
+is exported over the *tensor leaves* of its arguments only; Python scalars are bound as
+constants, because torch.export would bake them in anyway and torch-mlir would otherwise
+leave them as ``f64`` function arguments that IREE demotes, so that calls fail.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.utils._pytree as pytree
+
+from .errors import IngressError
+from .signature import CallSignature, Constant, Leaf, TensorSpec
+
+
+@dataclass
+class ImportedProgram:
+    """A program in the torch dialect of torch-mlir's MLIR build, with its call signature."""
+
+    module: Any  # torch_mlir.ir.Module
+    signature: CallSignature
+    exported: torch.export.ExportedProgram
+    seconds: float
+
+    def fx_code(self) -> str:
+        """The exported FX graph as readable Python, for dumps."""
+        return self.exported.graph_module.print_readable(print_output=False)
+
+
+class _TensorLeavesProgram(torch.nn.Module):
+    """Calls the user's program with its scalars bound; takes and returns tensor leaves only."""
+
+    def __init__(self, fn: Callable, in_spec: pytree.TreeSpec, in_leaves: list[Leaf],
+                 captured: dict[str, Any]):
+        super().__init__()
+        # A module is registered so that its parameters and buffers are lifted by export.
+        self.inner = fn if isinstance(fn, torch.nn.Module) else None
+        self._fn = fn
+        self._in_spec = in_spec
+        self._in_leaves = in_leaves
+        # Filled while tracing. Export may copy the module, and a function is never copied,
+        # so the output structure reaches the caller's dict through this closure.
+        self._capture = lambda **found: captured.update(found)
+
+    def forward(self, *tensors: torch.Tensor):
+        it = iter(tensors)
+        leaves = [next(it) if isinstance(l, TensorSpec) else l.value for l in self._in_leaves]
+        args, kwargs = pytree.tree_unflatten(leaves, self._in_spec)
+        fn = self.inner if self.inner is not None else self._fn
+        out = fn(*args, **kwargs)
+        out_leaves, out_spec = pytree.tree_flatten(out)
+        leaf_kinds: list[Leaf | None] = []
+        self._capture(out_spec=out_spec, out_leaves=leaf_kinds)
+        result = []
+        for v in out_leaves:
+            if isinstance(v, torch.Tensor):
+                leaf_kinds.append(None)  # filled from the exported graph's metadata
+                result.append(v)
+            elif isinstance(v, (int, float, bool, str, type(None))) and not isinstance(
+                v, (torch.SymInt, torch.SymFloat, torch.SymBool)
+            ):
+                leaf_kinds.append(Constant(v))
+            else:
+                raise IngressError(
+                    f"output of type {type(v).__name__} is not supported: return tensors, "
+                    "Python scalars or None (nested in tuples, lists or dicts)"
+                )
+        return tuple(result)
+
+
+def _leaf_dynamic_specs(args: tuple, kwargs: dict, dynamic_shapes: Any, fn: Callable) -> list:
+    """torch.export's ``dynamic_shapes`` (by position or by parameter name) per tensor leaf."""
+    if dynamic_shapes is None:
+        return []
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    if isinstance(dynamic_shapes, dict):
+        bound = inspect.signature(target).bind(*args, **kwargs)
+        pairs = []
+        for name, value in bound.arguments.items():
+            pairs.append((value, dynamic_shapes.get(name)))
+    else:
+        dyn = list(dynamic_shapes)
+        pairs = list(zip(args, dyn + [None] * (len(args) - len(dyn))))
+        pairs += [(v, None) for v in kwargs.values()]
+
+    out: list = []
+
+    def walk(value: Any, spec: Any) -> None:
+        if isinstance(value, torch.Tensor):
+            out.append(spec)
+        elif isinstance(value, (list, tuple)):
+            specs = spec if isinstance(spec, (list, tuple)) else [None] * len(value)
+            for v, s in zip(value, specs):
+                walk(v, s)
+        elif isinstance(value, dict):
+            specs = spec if isinstance(spec, dict) else {}
+            for k, v in value.items():
+                walk(v, specs.get(k))
+
+    for value, spec in pairs:
+        walk(value, spec)
+    return out
+
+
+def _dim_names(spec: Any) -> dict[int, str]:
+    if spec is None:
+        return {}
+    items = spec.items() if isinstance(spec, dict) else enumerate(spec)
+    return {i: getattr(d, "__name__", str(d)) for i, d in items if d is not None}
+
+
+def import_program(
+    fn: Callable,
+    args: tuple = (),
+    kwargs: dict | None = None,
+    dynamic_shapes: Any = None,
+) -> ImportedProgram:
+    """Export ``fn(*args, **kwargs)`` and import it into torch-mlir's torch dialect."""
+    from torch_mlir import fx
+
+    start = time.perf_counter()
+    kwargs = dict(kwargs or {})
+    if not isinstance(args, tuple):
+        args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
+    leaves, in_spec = pytree.tree_flatten((args, kwargs))
+    in_leaves: list[Leaf] = []
+    for v in leaves:
+        if isinstance(v, torch.Tensor):
+            in_leaves.append(TensorSpec(tuple(v.shape), v.dtype))
+        elif isinstance(v, (int, float, bool, str, type(None))):
+            in_leaves.append(Constant(v))
+        else:
+            raise IngressError(
+                f"argument of type {type(v).__name__} is not supported: pass tensors, Python "
+                "scalars or None (nested in tuples, lists or dicts)"
+            )
+    tensors = [v for v in leaves if isinstance(v, torch.Tensor)]
+    dyn = _leaf_dynamic_specs(args, kwargs, dynamic_shapes, fn)
+    captured: dict[str, Any] = {}
+    wrapper = _TensorLeavesProgram(fn, in_spec, in_leaves, captured)
+    try:
+        exported = torch.export.export(
+            wrapper,
+            tuple(tensors),
+            dynamic_shapes=(tuple(dyn),) if dyn else None,
+            strict=False,
+        )
+    except Exception as e:  # torch.export raises many types; all mean "could not export"
+        raise IngressError(f"stage 'torch-export' failed: {type(e).__name__}: {e}") from e
+
+    # Dynamic dimensions: name them after the user's Dim where given.
+    user_inputs = [
+        n for n in exported.graph.nodes
+        if n.op == "placeholder" and n.name in exported.graph_signature.user_inputs
+    ]
+    specs = []
+    for i, node in enumerate(user_inputs):
+        val = node.meta["val"]
+        names = _dim_names(dyn[i]) if i < len(dyn) else {}
+        shape = tuple(
+            int(d) if isinstance(d, int) else names.get(j, str(d)) for j, d in enumerate(val.shape)
+        )
+        specs.append(TensorSpec(shape, val.dtype))
+    it = iter(specs)
+    in_leaves = [next(it) if isinstance(l, TensorSpec) else l for l in in_leaves]
+
+    out_nodes = [n for n in exported.graph.nodes if n.op == "output"][0].args[0]
+    out_vals = [n.meta["val"] for n in out_nodes]
+    it_out = iter(out_vals)
+    out_leaves: list[Leaf] = []
+    for l in captured["out_leaves"]:
+        if l is None:
+            v = next(it_out)
+            out_leaves.append(
+                TensorSpec(tuple(d if isinstance(d, int) else str(d) for d in v.shape), v.dtype)
+            )
+        else:
+            out_leaves.append(l)
+    signature = CallSignature(in_spec, in_leaves, captured["out_spec"], out_leaves)
+
+    try:
+        module = fx.export_and_import(exported, output_type="raw", func_name="main")
+    except Exception as e:
+        raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e
+    return ImportedProgram(module, signature, exported, time.perf_counter() - start)

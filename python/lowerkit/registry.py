@@ -1,0 +1,73 @@
+"""Registries: named pipelines (and later passes and dialects) found by name.
+
+Nothing registers as a side effect of an import. Built-in entries are listed here as
+``"module:attribute"`` strings and imported on first use; a user's package adds its own
+through the ``lowerkit.<kind>`` entry-point group or by calling ``register``. A name is
+taken once: registering it again is an error.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Callable, Generic, TypeVar
+
+from .errors import RegistryError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Names to factories of ``T``; factories are called on every ``get``."""
+
+    def __init__(self, kind: str, builtins: dict[str, str]):
+        self.kind = kind
+        self._lazy: dict[str, str] = dict(builtins)
+        self._factories: dict[str, Callable[[], T]] = {}
+        self._entry_points_loaded = False
+
+    def _load_entry_points(self) -> None:
+        if self._entry_points_loaded:
+            return
+        self._entry_points_loaded = True
+        for ep in entry_points(group=f"lowerkit.{self.kind}"):
+            if ep.name in self._lazy or ep.name in self._factories:
+                raise RegistryError(
+                    f"{self.kind} {ep.name!r} from entry point {ep.value} is already registered"
+                )
+            self._lazy[ep.name] = ep.value
+
+    def register(self, name: str, factory: Callable[[], T]) -> None:
+        self._load_entry_points()
+        if name in self._lazy or name in self._factories:
+            raise RegistryError(f"{self.kind} {name!r} is already registered")
+        self._factories[name] = factory
+
+    def unregister(self, name: str) -> None:
+        self._factories.pop(name, None)
+
+    def __contains__(self, name: str) -> bool:
+        self._load_entry_points()
+        return name in self._lazy or name in self._factories
+
+    def names(self) -> list[str]:
+        self._load_entry_points()
+        return sorted({*self._lazy, *self._factories})
+
+    def get(self, name: str) -> T:
+        self._load_entry_points()
+        if name not in self._factories:
+            ref = self._lazy.get(name)
+            if ref is None:
+                raise RegistryError(
+                    f"no {self.kind} named {name!r}; registered: {', '.join(self.names()) or 'none'}"
+                )
+            module, _, attr = ref.partition(":")
+            self._factories[name] = getattr(importlib.import_module(module), attr)
+        return self._factories[name]()
+
+
+pipelines: Registry = Registry(
+    "pipelines",
+    {"torch-to-linalg": "lowerkit.pipelines.torch_to_linalg:build_pipeline"},
+)

@@ -1,0 +1,151 @@
+"""Runtime: load a vmfb on an IREE driver and call it with torch tensors.
+
+The device is opened lazily, at the first call, so compiling for a target never needs the
+device. Calls go straight to IREE's VM (no per-call reflection), to keep the per-call cost low.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import torch
+
+from .errors import LowerkitError, TargetError
+
+# torch dtype -> (numpy dtype used for the host copy, IREE element type name)
+_ELEMENT_TYPES = {
+    torch.float32: (np.float32, "FLOAT_32"),
+    torch.float16: (np.float16, "FLOAT_16"),
+    torch.float64: (np.float64, "FLOAT_64"),
+    torch.bfloat16: (np.uint16, "BFLOAT_16"),
+    torch.int8: (np.int8, "SINT_8"),
+    torch.uint8: (np.uint8, "UINT_8"),
+    torch.int16: (np.int16, "SINT_16"),
+    torch.int32: (np.int32, "SINT_32"),
+    torch.int64: (np.int64, "SINT_64"),
+    torch.bool: (np.bool_, "BOOL_8"),
+    torch.complex64: (np.complex64, "COMPLEX_FLOAT_64"),
+    torch.complex128: (np.complex128, "COMPLEX_FLOAT_128"),
+}
+
+_NP_TO_TORCH = {
+    np.dtype(np.float32): torch.float32, np.dtype(np.float16): torch.float16,
+    np.dtype(np.float64): torch.float64, np.dtype(np.int8): torch.int8,
+    np.dtype(np.uint8): torch.uint8, np.dtype(np.int16): torch.int16,
+    np.dtype(np.int32): torch.int32, np.dtype(np.int64): torch.int64,
+    np.dtype(np.bool_): torch.bool, np.dtype(np.complex64): torch.complex64,
+    np.dtype(np.complex128): torch.complex128,
+}
+
+
+def available_drivers() -> list[str]:
+    import iree.runtime as rt
+
+    return sorted(rt.query_available_drivers())
+
+
+class Executable:
+    """One vmfb loaded on one IREE driver; ``invoke`` maps tensor lists to tensor lists."""
+
+    def __init__(self, vmfb: bytes, driver: str, function: str = "main"):
+        self._vmfb = vmfb
+        self.driver = driver
+        self.function = function
+        self._lock = threading.Lock()
+        self._loaded: tuple | None = None
+
+    def _load(self) -> tuple:
+        import iree.runtime as rt
+
+        if self.driver not in rt.query_available_drivers():
+            raise TargetError(
+                f"IREE runtime driver '{self.driver}' is not available in this build; "
+                f"available: {', '.join(available_drivers())}"
+            )
+        try:
+            device = rt.get_driver(self.driver).create_default_device()
+        except Exception as e:
+            raise TargetError(f"could not open a device for IREE driver '{self.driver}': {e}") from e
+        instance = rt.VmInstance()
+        hal = rt.create_hal_module(instance, device)
+        module = rt.VmModule.copy_buffer(instance, self._vmfb)
+        context = rt.VmContext(instance, modules=[hal, module])
+        fn = module.lookup_function(self.function)
+        if fn is None:
+            raise LowerkitError(f"the compiled module has no function '{self.function}'")
+        return rt, device, context, fn
+
+    @property
+    def loaded(self) -> tuple:
+        if self._loaded is None:
+            with self._lock:
+                if self._loaded is None:
+                    self._loaded = self._load()
+        return self._loaded
+
+    def invoke(self, tensors: list[torch.Tensor], n_results: int) -> list[torch.Tensor]:
+        rt, device, context, fn = self.loaded
+        args = rt.VmVariantList(len(tensors))
+        keep = []
+        for t in tensors:
+            np_dtype, et = _ELEMENT_TYPES[t.dtype]
+            t = t.detach().contiguous()
+            arr = t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
+            keep.append(arr)
+            bv = device.allocator.allocate_buffer_copy(
+                memory_type=rt.MemoryType.DEVICE_LOCAL,
+                allowed_usage=rt.BufferUsage.DEFAULT | rt.BufferUsage.MAPPING,
+                device=device,
+                buffer=arr,
+                element_type=getattr(rt.HalElementType, et),
+            )
+            args.push_ref(bv)
+        results = rt.VmVariantList(n_results)
+        try:
+            context.invoke(fn, args, results)
+        except Exception as e:
+            raise LowerkitError(f"the compiled program failed at run time on '{self.driver}': {e}") from e
+        return [self._to_torch(rt, device, results.get_as_object(i, rt.HalBufferView))
+                for i in range(len(results))]
+
+    @staticmethod
+    def _to_torch(rt: Any, device: Any, bv: Any) -> torch.Tensor:
+        et = bv.element_type
+        shape = list(bv.shape)
+        if et == rt.HalElementType.BFLOAT_16:
+            raw = _read(rt, device, bv, np.uint16, shape)
+            return torch.from_numpy(raw.astype(np.int16)).view(torch.bfloat16)
+        if et == rt.HalElementType.BOOL_8:
+            return torch.from_numpy(_read(rt, device, bv, np.uint8, shape).astype(np.bool_))
+        np_dtype = rt.HalElementType.map_to_dtype(et)
+        return torch.from_numpy(_read(rt, device, bv, np_dtype, shape))
+
+
+def _read(rt: Any, device: Any, bv: Any, np_dtype: Any, shape: list[int]) -> np.ndarray:
+    """Copy a buffer view's contents into a fresh host array."""
+    if 0 in shape:
+        return np.zeros(shape, dtype=np_dtype)
+    try:
+        mapped = bv.map()
+        return np.array(mapped.asarray(shape, np.dtype(np_dtype)), copy=True)
+    except Exception:
+        return _read_staged(rt, device, bv, np_dtype, shape)
+
+
+def _read_staged(rt: Any, device: Any, bv: Any, np_dtype: Any, shape: list[int]) -> np.ndarray:
+    """Read back through a host-visible staging buffer, for devices whose memory is not mappable."""
+    source = bv.get_buffer()
+    size = source.byte_length()
+    alloc = device.allocator
+    host = alloc.allocate_buffer(
+        memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
+        allowed_usage=int(rt.BufferUsage.TRANSFER_TARGET | rt.BufferUsage.MAPPING_SCOPED),
+        allocation_size=size,
+    )
+    sem = device.create_semaphore(0)
+    device.queue_copy(source, host, wait_semaphores=rt.HalFence.create_at(sem, 0),
+                      signal_semaphores=rt.HalFence.create_at(sem, 1))
+    rt.HalFence.create_at(sem, 1).wait()
+    return np.array(host.map().asarray(shape, np.dtype(np_dtype)), copy=True)

@@ -1,0 +1,198 @@
+"""The calling convention of a compiled program: which Python values go in and come out.
+
+torch.export specialises Python scalars (floats, ints, bools, None) into the graph, so the
+compiled function takes only the tensor leaves of ``(args, kwargs)``. `CallSignature` remembers
+the whole structure, checks every call against it, and rebuilds the model's own output
+structure (tensor, tuple, list, dict, nested, with None or ints beside tensors).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+from .errors import InputError
+
+_DTYPES = {str(d).removeprefix("torch."): d for d in (
+    torch.float32, torch.float16, torch.bfloat16, torch.float64,
+    torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool,
+    torch.complex64, torch.complex128,
+)}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape and dtype of one tensor leaf; a ``str`` dimension is dynamic and named."""
+
+    shape: tuple[int | str, ...]
+    dtype: torch.dtype
+
+    def describe(self) -> str:
+        dims = ", ".join(str(d) for d in self.shape)
+        return f"tensor[{dims}] {dtype_name(self.dtype)}"
+
+    def to_json(self) -> dict:
+        return {"shape": list(self.shape), "dtype": dtype_name(self.dtype)}
+
+    @staticmethod
+    def from_json(d: dict) -> "TensorSpec":
+        return TensorSpec(tuple(d["shape"]), _DTYPES[d["dtype"]])
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A non-tensor leaf that torch.export baked into the program."""
+
+    value: Any
+
+    def describe(self) -> str:
+        return f"constant {self.value!r}"
+
+
+Leaf = TensorSpec | Constant
+
+
+def _same_constant(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+@dataclass
+class CallSignature:
+    """Inputs and outputs of a compiled program, as pytrees of `TensorSpec` and `Constant`."""
+
+    in_spec: pytree.TreeSpec
+    in_leaves: list[Leaf]
+    out_spec: pytree.TreeSpec
+    out_leaves: list[Leaf]
+
+    # -- calling ---------------------------------------------------------------------------
+    def describe_inputs(self) -> str:
+        args, kwargs = pytree.tree_unflatten([l.describe() for l in self.in_leaves], self.in_spec)
+        parts = [str(a) for a in args] + [f"{k}={v}" for k, v in kwargs.items()]
+        return "(" + ", ".join(parts) + ")"
+
+    def flatten_inputs(self, args: tuple, kwargs: dict) -> list[torch.Tensor]:
+        """Check a call against the signature; return the tensors the executable takes."""
+        leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs or {})))
+        if spec != self.in_spec:
+            raise InputError(
+                f"arguments do not match the compiled signature {self.describe_inputs()}: "
+                f"got {_describe_call(args, kwargs)}"
+            )
+        tensors: list[torch.Tensor] = []
+        bound: dict[str, int] = {}
+        for i, (value, leaf) in enumerate(zip(leaves, self.in_leaves)):
+            where = f"input {i}"
+            if isinstance(leaf, Constant):
+                if isinstance(value, torch.Tensor) or not _same_constant(value, leaf.value):
+                    raise InputError(
+                        f"{where} was {leaf.value!r} when the program was compiled and is baked "
+                        f"into it; got {value!r}. Recompile to use another value. "
+                        f"Signature: {self.describe_inputs()}"
+                    )
+                continue
+            if not isinstance(value, torch.Tensor):
+                raise InputError(
+                    f"{where} must be a {leaf.describe()}, got {type(value).__name__}. "
+                    f"Signature: {self.describe_inputs()}"
+                )
+            if value.dtype != leaf.dtype:
+                raise InputError(
+                    f"{where} has dtype {dtype_name(value.dtype)}, expected "
+                    f"{dtype_name(leaf.dtype)}. Signature: {self.describe_inputs()}"
+                )
+            if value.dim() != len(leaf.shape) or not _shape_fits(value.shape, leaf.shape, bound):
+                raise InputError(
+                    f"{where} has shape {list(value.shape)}, expected {leaf.describe()}"
+                    f"{_bound_note(bound)}. Signature: {self.describe_inputs()}"
+                )
+            if value.device.type != "cpu":
+                value = value.cpu()
+            tensors.append(value)
+        return tensors
+
+    def unflatten_outputs(self, tensors: list[torch.Tensor]) -> Any:
+        it = iter(tensors)
+        leaves = [next(it) if isinstance(l, TensorSpec) else l.value for l in self.out_leaves]
+        return pytree.tree_unflatten(leaves, self.out_spec)
+
+    @property
+    def tensor_inputs(self) -> list[TensorSpec]:
+        return [l for l in self.in_leaves if isinstance(l, TensorSpec)]
+
+    @property
+    def tensor_outputs(self) -> list[TensorSpec]:
+        return [l for l in self.out_leaves if isinstance(l, TensorSpec)]
+
+    # -- saving ----------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        def leaf(l: Leaf) -> dict:
+            return {"tensor": l.to_json()} if isinstance(l, TensorSpec) else {"constant": l.value}
+
+        return {
+            "in_spec": pytree.treespec_dumps(self.in_spec),
+            "in_leaves": [leaf(l) for l in self.in_leaves],
+            "out_spec": pytree.treespec_dumps(self.out_spec),
+            "out_leaves": [leaf(l) for l in self.out_leaves],
+        }
+
+    @staticmethod
+    def from_json(d: dict) -> "CallSignature":
+        def leaf(x: dict) -> Leaf:
+            return TensorSpec.from_json(x["tensor"]) if "tensor" in x else Constant(x["constant"])
+
+        return CallSignature(
+            pytree.treespec_loads(d["in_spec"]),
+            [leaf(x) for x in d["in_leaves"]],
+            pytree.treespec_loads(d["out_spec"]),
+            [leaf(x) for x in d["out_leaves"]],
+        )
+
+    def json_safe(self) -> bool:
+        try:
+            json.dumps(self.to_json())
+            return True
+        except (TypeError, ValueError):
+            return False
+
+
+def _shape_fits(actual: torch.Size, expected: tuple[int | str, ...], bound: dict[str, int]) -> bool:
+    for a, e in zip(actual, expected):
+        if isinstance(e, int):
+            if a != e:
+                return False
+        elif bound.setdefault(e, a) != a:
+            return False
+    return True
+
+
+def _bound_note(bound: dict[str, int]) -> str:
+    if not bound:
+        return ""
+    return " (with " + ", ".join(f"{k}={v}" for k, v in bound.items()) + " from earlier inputs)"
+
+
+def _describe_call(args: tuple, kwargs: dict | None) -> str:
+    def one(v: Any) -> str:
+        if isinstance(v, torch.Tensor):
+            return f"tensor{list(v.shape)} {dtype_name(v.dtype)}"
+        if isinstance(v, (list, tuple)):
+            inner = ", ".join(one(x) for x in v)
+            return f"[{inner}]" if isinstance(v, list) else f"({inner})"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k!r}: {one(x)}" for k, x in v.items()) + "}"
+        return repr(v)
+
+    parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in (kwargs or {}).items()]
+    return "(" + ", ".join(parts) + ")"

@@ -1,0 +1,167 @@
+"""Stage: one named step that takes a module and returns a module.
+
+A stage runs in one MLIR build and refuses a module of the other. Three kinds cover what
+users write: a textual pass pipeline (`PassPipelineStage`), a Python pass run by MLIR's pass
+manager (`PythonPassStage`), and a plain Python function of a module (`FunctionStage`).
+When a stage fails, the error names it, lists every diagnostic with the op and the user's
+source line, and points at a saved copy of the stage's input to replay the failure with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .build import Build, diagnostics_of, module_asm
+from .errors import LowerkitError, OpDiagnostic, StageError
+
+_KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+def reproducer_dir() -> Path:
+    d = Path(os.environ.get("LOWERKIT_REPRO_DIR") or Path(tempfile.gettempdir()) / "lowerkit-repro")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def save_reproducer(stage: str, asm: str, suffix: str = ".mlir") -> Path:
+    """Write a failing stage's input where the user can replay it; the name is content-addressed."""
+    digest = hashlib.sha256(asm.encode()).hexdigest()[:12]
+    path = reproducer_dir() / f"{stage}-{digest}{suffix}"
+    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
+    tmp.write_text(asm)
+    os.replace(tmp, path)
+    return path
+
+
+class Stage:
+    """Base of every stage: a kebab-case ``name``, the ``build`` it runs in, and ``apply``."""
+
+    name: str
+    build: Build
+
+    def apply(self, module: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def replay_command(self, path: Path) -> str | None:
+        """A shell command that replays this stage on a saved input, where one exists."""
+        return None
+
+    def __call__(self, module: Any) -> Any:
+        """Run the stage on ``module`` (modified in place or replaced) and return the result."""
+        self.check_module(module)
+        backup = module.operation.clone()
+        try:
+            with module.context:
+                result = self.apply(module)
+        except LowerkitError:
+            raise
+        except Exception as e:
+            raise self.failure(backup, diagnostics_of(e), f"{type(e).__name__}") from e
+        result = module if result is None else result
+        if not self.build.owns(result):
+            raise StageError(self.name, f"returned {type(result).__name__}, not a module of {self.build.value}")
+        return result
+
+    def check_module(self, module: Any) -> None:
+        if not self.build.owns(module):
+            other = Build.of(module).value if _is_module(module) else type(module).__name__
+            raise StageError(
+                self.name,
+                f"runs in {self.build.value}'s MLIR but was given a module of {other}; "
+                "modules cross between the builds only through lowerkit.bridge",
+            )
+
+    def failure(self, backup: Any, diagnostics: list[OpDiagnostic], summary: str) -> StageError:
+        path = save_reproducer(self.name, module_asm(backup, elide=False, debug_info=True))
+        return StageError(self.name, summary, diagnostics, path, self.replay_command(path))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, {self.build.value})"
+
+
+def _is_module(obj: Any) -> bool:
+    try:
+        Build.of(obj)
+        return True
+    except TypeError:
+        return False
+
+
+def _check_name(name: str) -> str:
+    if not _KEBAB.match(name):
+        raise ValueError(f"stage names are kebab-case (like 'lower-my-op'), got {name!r}")
+    return name
+
+
+@dataclass(repr=False)
+class PassPipelineStage(Stage):
+    """A textual MLIR pass pipeline, e.g. ``builtin.module(canonicalize,cse)``."""
+
+    name: str
+    pipeline: str
+    build: Build = Build.TORCH_MLIR
+
+    def __post_init__(self):
+        _check_name(self.name)
+        if not self.pipeline.startswith("builtin.module("):
+            self.pipeline = f"builtin.module({self.pipeline})"
+
+    def apply(self, module: Any) -> Any:
+        ctx = module.context
+        ctx.emit_error_diagnostics = True
+        pm = self.build.passmanager.PassManager.parse(self.pipeline)
+        pm.run(module.operation)
+        return module
+
+    def replay_command(self, path: Path) -> str:
+        return f"{self.build.opt_tool} --pass-pipeline='{self.pipeline}' {path}"
+
+
+@dataclass(repr=False)
+class PythonPassStage(Stage):
+    """A pass written in Python, ``run(op, pass_)``, run by MLIR's pass manager.
+
+    It is registered under its own name as the pass argument, so per-pass IR dumps name it.
+    ``pass_.signal_pass_failure()`` fails the stage.
+    """
+
+    name: str
+    run: Callable[[Any, Any], None]
+    build: Build = Build.TORCH_MLIR
+    op_name: str = ""
+    description: str = ""
+
+    def __post_init__(self):
+        _check_name(self.name)
+
+    def apply(self, module: Any) -> Any:
+        module.context.emit_error_diagnostics = True
+        pm = self.build.passmanager.PassManager()
+        pm.add(self.run, self.name, argument=self.name, description=self.description,
+               op_name=self.op_name)
+        pm.run(module.operation)
+        return module
+
+    def replay_command(self, path: Path) -> str:
+        return f"lowerkit-opt --pass={self.name} {path}"
+
+
+@dataclass(repr=False)
+class FunctionStage(Stage):
+    """A Python function of a module; returns a module, or None after changing it in place."""
+
+    name: str
+    fn: Callable[[Any], Any]
+    build: Build = Build.TORCH_MLIR
+
+    def __post_init__(self):
+        _check_name(self.name)
+
+    def apply(self, module: Any) -> Any:
+        return self.fn(module)
