@@ -69,6 +69,7 @@ def module_asm(module: Any, *, elide: bool = True, debug_info: bool = False) -> 
     """Print a module; large constants are elided unless asked for."""
     return module.operation.get_asm(
         large_elements_limit=16 if elide else None,
+        large_resource_limit=64 if elide else None,
         enable_debug_info=debug_info,
     )
 

@@ -149,3 +149,17 @@ def _read_staged(rt: Any, device: Any, bv: Any, np_dtype: Any, shape: list[int])
                       signal_semaphores=rt.HalFence.create_at(sem, 1))
     rt.HalFence.create_at(sem, 1).wait()
     return np.array(host.map().asarray(shape, np.dtype(np_dtype)), copy=True)
+
+
+def usable_drivers() -> list[str]:
+    """Drivers for which a device can be opened here (e.g. ``local-task``, ``vulkan``)."""
+    import iree.runtime as rt
+
+    usable = []
+    for name in available_drivers():
+        try:
+            if rt.get_driver(name).query_available_devices():
+                usable.append(name)
+        except Exception:
+            pass
+    return usable

@@ -1,0 +1,35 @@
+"""The ``lowerkit`` command. Each subcommand lives in its own module of this package."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> module in this package; each has ``add_arguments(parser)`` and ``main(args)``.
+COMMANDS = {
+    "run": "Compile a model from FILE.py:FACTORY, run it, and check it against eager PyTorch.",
+    "lower": "Print a model's IR after a pipeline (or after one stage of it).",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lowerkit", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, help_text in COMMANDS.items():
+        module = importlib.import_module(f"{__name__}.{name}")
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+        p.set_defaults(_module=module)
+    args = parser.parse_args(argv)
+    from ..errors import LowerkitError
+
+    try:
+        return int(args._module.main(args) or 0)
+    except LowerkitError as e:
+        print(f"lowerkit {args.command}: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

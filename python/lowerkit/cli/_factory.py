@@ -1,0 +1,62 @@
+"""Load ``FILE.py:FACTORY`` (or ``package.module:FACTORY``): a model and its example inputs."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from ..errors import LowerkitError
+
+
+@dataclass
+class ModelCase:
+    """What a factory returns: the program, example args and kwargs, and options."""
+
+    name: str
+    fn: Callable
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    dynamic_shapes: Any = None
+
+
+def load_factory(spec: str) -> Callable:
+    path, sep, attr = spec.rpartition(":")
+    if not sep or not attr:
+        raise LowerkitError(f"expected FILE.py:FACTORY or module:FACTORY, got {spec!r}")
+    if path.endswith(".py") or "/" in path:
+        file = Path(path)
+        if not file.exists():
+            raise LowerkitError(f"no such file: {file}")
+        name = f"_lowerkit_user_{file.stem}"
+        mod_spec = importlib.util.spec_from_file_location(name, file)
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules[name] = module
+        mod_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(path)
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise LowerkitError(f"{path} has no attribute {attr!r}") from None
+
+
+def load_case(spec: str) -> ModelCase:
+    """Call the factory; it returns ``(model, args)``, ``(model, args, kwargs)`` or a ModelCase."""
+    made = load_factory(spec)()
+    name = spec.rpartition(":")[2]
+    if isinstance(made, ModelCase):
+        return made
+    if isinstance(made, tuple) and len(made) in (2, 3):
+        fn, args, *rest = made
+        if isinstance(args, torch.Tensor):
+            args = (args,)
+        return ModelCase(name, fn, tuple(args), dict(rest[0]) if rest else {})
+    raise LowerkitError(
+        f"factory {spec} must return (model, args), (model, args, kwargs) or a ModelCase"
+    )

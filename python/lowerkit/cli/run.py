@@ -1,0 +1,50 @@
+"""``lowerkit run FILE.py:FACTORY``: compile, run, and optionally check against eager."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="FILE.py:FACTORY", help="factory returning (model, args[, kwargs])")
+    p.add_argument("--target", default="cpu", help="compilation target (default: cpu)")
+    p.add_argument("--pipeline", default=None, help="registered pipeline name (default: torch-to-linalg)")
+    p.add_argument("--check", action="store_true", help="compare with eager PyTorch and fail on mismatch")
+    p.add_argument("--rtol", type=float, default=1e-4)
+    p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--dump-dir", default=None, help="write every stage's IR into this folder")
+    p.add_argument("--output", "-o", default=None, help="save the compiled artifact to this file")
+
+
+def main(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    import lowerkit
+    from lowerkit.numerics import compare
+
+    from ._factory import load_case
+
+    console = Console()
+    case = load_case(args.model)
+    with console.status(f"compiling {case.name} for {args.target}"):
+        art = lowerkit.compile(case.fn, case.args, case.kwargs, target=args.target,
+                               pipeline=args.pipeline, dynamic_shapes=case.dynamic_shapes,
+                               dump_dir=args.dump_dir)
+    console.print(art.stage_table(title=f"{case.name} → {art.target.name}"))
+    start = time.perf_counter()
+    out = art(*case.args, **case.kwargs)
+    first_call = time.perf_counter() - start
+    console.print(f"compiled in {art.compile_seconds:.2f} s; first call {first_call * 1e3:.1f} ms; "
+                  f"vmfb {len(art.vmfb) / 1024:.1f} KiB")
+    if args.output:
+        console.print(f"saved {art.save(args.output)}")
+    if args.check:
+        with torch.no_grad():
+            expected = case.fn(*case.args, **case.kwargs)
+        result = compare(out, expected, rtol=args.rtol, atol=args.atol)
+        console.print(("[green]" if result.ok else "[red]") + str(result))
+        return 0 if result.ok else 1
+    return 0
