@@ -9,7 +9,6 @@ import pytest
 # marker -> environment variable that opts in (or `-m MARKER` on the command line)
 OPT_IN = {
     "slow": "LOWERKIT_SLOW",
-    "vulkan": "LOWERKIT_VULKAN",
     "cuda": "LOWERKIT_CUDA",
     "browser": "LOWERKIT_BROWSER",
     "fuzz": "LOWERKIT_FUZZ",
