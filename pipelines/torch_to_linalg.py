@@ -2,9 +2,11 @@
 
 The stages, in torch-mlir's MLIR build:
 
-1. ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
+1. ``rewrite-bool-mask-index-put``: ``y[mask] = scalar`` as ``where`` (IREE cannot compile the
+   nonzero-based form torch-mlir produces);
+2. ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
    shapes and dtypes refined, ops decomposed to those the backends accept);
-2. ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
+3. ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
    which IREE takes as input.
 
 Run it as a script on a model factory to print every stage:
@@ -16,7 +18,8 @@ from __future__ import annotations
 
 import sys
 
-from lowerkit import PassPipelineStage, Pipeline
+from lowerkit import PassPipelineStage, Pipeline, PythonPassStage
+from lowerkit.passes import bool_mask_index_put
 
 NAME = "torch-to-linalg"
 
@@ -25,6 +28,8 @@ def build_pipeline() -> Pipeline:
     return Pipeline(
         NAME,
         [
+            PythonPassStage(bool_mask_index_put.NAME, bool_mask_index_put.run,
+                            description=bool_mask_index_put.__doc__.splitlines()[0]),
             PassPipelineStage(
                 "torch-backend-contract",
                 "func.func(torch-match-quantized-custom-ops),"
