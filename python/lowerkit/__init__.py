@@ -21,7 +21,8 @@ from .errors import (
 from .ingress import ImportedProgram, import_program
 from .instrument import Instrument
 from .pipeline import Lowering, Pipeline, StageRecord
-from .registry import Registry, pipelines
+from . import registry
+from .registry import Registry
 from .signature import CallSignature, Constant, TensorSpec
 from .stage import FunctionStage, PassPipelineStage, PythonPassStage, Stage
 from .target import Target
@@ -33,5 +34,5 @@ __all__ = [
     "ImportedProgram", "IngressError", "InputError", "Instrument", "Lowering", "LowerkitError",
     "OpDiagnostic", "PassPipelineStage", "Pipeline", "PythonPassStage", "Registry",
     "RegistryError", "Stage", "StageError", "StageRecord", "Target", "TargetError",
-    "TensorSpec", "compile", "import_program", "op_histogram", "pipelines", "resolve_pipeline",
+    "TensorSpec", "compile", "import_program", "op_histogram", "registry", "resolve_pipeline",
 ]

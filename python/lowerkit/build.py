@@ -82,13 +82,24 @@ _OP_IN_MESSAGE = (
 )
 
 
+_TORCH_OPERATOR = re.compile(r'"torch\.operator"\([^)]*\) <\{name = "([\w.]+)"')
+_INTERNAL = ("/lowerkit/", "/torch/", "/torch_mlir/", "<frozen ", "/site-packages/")
+
+
 def source_location(location: Any) -> str | None:
-    """``file:line`` of the first file location inside an MLIR location, if any."""
-    m = _FILE_LOC.search(str(location))
-    return f"{m.group(1)}:{m.group(2)}" if m else None
+    """``file:line`` of the user's frame in an MLIR location: the first file location that is
+    not inside lowerkit, torch or torch-mlir (else the first one at all)."""
+    found = [f"{m.group(1)}:{m.group(2)}" for m in _FILE_LOC.finditer(str(location))]
+    for loc in found:
+        if not any(part in loc for part in _INTERNAL):
+            return loc
+    return found[0] if found else None
 
 
 def op_in_message(message: str) -> str | None:
+    m = _TORCH_OPERATOR.search(message)  # an op torch-mlir has no definition for
+    if m:
+        return m.group(1)
     for pattern in _OP_IN_MESSAGE:
         m = pattern.search(message)
         if m:
@@ -96,16 +107,49 @@ def op_in_message(message: str) -> str | None:
     return None
 
 
-def diagnostics_of(error: Exception) -> list[OpDiagnostic]:
-    """OpDiagnostics from an ``MLIRError`` of either build (each error with its notes)."""
-    infos = getattr(error, "error_diagnostics", None) or []
+class DiagnosticCapture:
+    """Collects the error diagnostics a context emits while active (``with`` block)."""
+
+    def __init__(self, context: Any):
+        self.context = context
+        self.errors: list[Any] = []
+        self._handler = None
+
+    def __enter__(self) -> "DiagnosticCapture":
+        severity = type(self.context).__module__.rsplit(".", 1)[0]
+        error = importlib.import_module(severity + ".ir").DiagnosticSeverity.ERROR
+
+        def handle(diag):
+            if diag.severity == error:
+                self.errors.append(_Diag(str(diag.location), diag.message,
+                                         [_Diag(str(n.location), n.message, []) for n in diag.notes]))
+            return True  # consumed: nothing is printed behind the user's back
+
+        self._handler = self.context.attach_diagnostic_handler(handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._handler.detach()
+
+
+class _Diag:
+    def __init__(self, location: str, message: str, notes: list):
+        self.location, self.message, self.notes = location, message, notes
+
+
+def diagnostics_of(error: Exception, captured: list[Any] = ()) -> list[OpDiagnostic]:
+    """OpDiagnostics from captured diagnostics and an ``MLIRError`` of either build."""
+    infos = list(captured) + list(getattr(error, "error_diagnostics", None) or [])
     out = []
     for info in infos:
         message = info.message
-        notes = [n.message for n in getattr(info, "notes", [])]
+        notes = [n.message for n in getattr(info, "notes", [])
+                 if not n.message.startswith("see current operation")]
         if notes:
             message += " (" + "; ".join(notes) + ")"
-        out.append(OpDiagnostic(message, op_in_message(info.message), source_location(info.location)))
+        diag = OpDiagnostic(message, op_in_message(info.message), source_location(info.location))
+        if all(str(d) != str(diag) for d in out):
+            out.append(diag)
     if not out:
         out.append(OpDiagnostic(getattr(error, "message", None) or str(error)))
     return out

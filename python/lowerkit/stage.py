@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .build import Build, diagnostics_of, module_asm
+from .build import Build, DiagnosticCapture, diagnostics_of, module_asm
 from .errors import LowerkitError, OpDiagnostic, StageError
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -56,13 +56,15 @@ class Stage:
         """Run the stage on ``module`` (modified in place or replaced) and return the result."""
         self.check_module(module)
         backup = module.operation.clone()
+        capture = DiagnosticCapture(module.context)
         try:
-            with module.context:
+            with module.context, capture:
                 result = self.apply(module)
         except LowerkitError:
             raise
         except Exception as e:
-            raise self.failure(backup, diagnostics_of(e), f"{type(e).__name__}") from e
+            diags = diagnostics_of(e, capture.errors)
+            raise self.failure(backup, diags, _summary(e, diags)) from e
         result = module if result is None else result
         if not self.build.owns(result):
             raise StageError(self.name, f"returned {type(result).__name__}, not a module of {self.build.value}")
@@ -83,6 +85,12 @@ class Stage:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {self.build.value})"
+
+
+def _summary(error: Exception, diags: list[OpDiagnostic]) -> str:
+    ops = sorted({d.op for d in diags if d.op})
+    what = f" on {', '.join(ops)}" if ops else ""
+    return f"{len(diags)} error(s){what}" if diags else f"{type(error).__name__}: {error}"
 
 
 def _is_module(obj: Any) -> bool:
