@@ -2,6 +2,8 @@
 
 The stages, in torch-mlir's MLIR build:
 
+0. ``lower-custom-ops``: user-defined PyTorch ops replaced by their Python lowerings
+   (`lowerkit.custom_op_lowering`); a model without custom ops is left as it is;
 1. ``rewrite-bool-mask-index-put``: ``y[mask] = scalar`` as ``where`` (IREE cannot compile the
    nonzero-based form torch-mlir produces);
 2. ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
@@ -19,6 +21,7 @@ from __future__ import annotations
 import sys
 
 from lowerkit import PassPipelineStage, Pipeline, PythonPassStage
+from lowerkit.custom_ops import lower_custom_ops
 from lowerkit.passes import bool_mask_index_put
 
 NAME = "torch-to-linalg"
@@ -28,6 +31,7 @@ def build_pipeline() -> Pipeline:
     return Pipeline(
         NAME,
         [
+            lower_custom_ops(),
             PythonPassStage(bool_mask_index_put.NAME, bool_mask_index_put.run,
                             description=bool_mask_index_put.__doc__.splitlines()[0]),
             PassPipelineStage(

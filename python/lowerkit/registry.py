@@ -1,4 +1,4 @@
-"""Registries: named pipelines (and later passes and dialects) found by name.
+"""Registries: named pipelines, passes, IRDL dialects and custom-op lowerings, by name.
 
 Nothing registers as a side effect of an import. Built-in entries are listed here as
 ``"module:attribute"`` strings and imported on first use; a user's package adds its own
@@ -55,6 +55,10 @@ class Registry(Generic[T]):
         return sorted({*self._lazy, *self._factories})
 
     def get(self, name: str) -> T:
+        return self.factory(name)()
+
+    def factory(self, name: str) -> Callable[..., T]:
+        """The factory registered as ``name`` (for factories that take options)."""
         self._load_entry_points()
         if name not in self._factories:
             ref = self._lazy.get(name)
@@ -64,10 +68,34 @@ class Registry(Generic[T]):
                 )
             module, _, attr = ref.partition(":")
             self._factories[name] = getattr(importlib.import_module(module), attr)
-        return self._factories[name]()
+        return self._factories[name]
 
 
 pipelines: Registry = Registry(
     "pipelines",
     {"torch-to-linalg": "lowerkit.pipelines.torch_to_linalg:build_pipeline"},
 )
+
+# Python passes (and other single stages) by kebab-case name; a factory takes the pass's
+# options as keyword arguments and returns a Stage.
+passes: Registry = Registry(
+    "passes",
+    {
+        "lower-custom-ops": "lowerkit.custom_ops:lower_custom_ops",
+        "rewrite-bool-mask-index-put": "lowerkit.pass_stages:rewrite_bool_mask_index_put",
+        "check-no-custom-ops": "lowerkit.irdl:check_no_custom_ops_stage",
+        "raise-to-fused": "lowerkit.pipelines.fused_ops:raise_to_fused",
+        "lower-fused-to-linalg": "lowerkit.pipelines.fused_ops:lower_fused_to_linalg",
+        "fold-double-negation": "lowerkit.pipelines.stage_kinds:fold_double_negation",
+        "erase-zero-add": "lowerkit.pipelines.stage_kinds:erase_zero_add",
+        "mark-linalg-ops": "lowerkit.pipelines.stage_kinds:mark_linalg_ops",
+        "count-ops": "lowerkit.pipelines.stage_kinds:count_ops",
+    },
+)
+
+# IRDL dialects by dialect name; a factory returns a lowerkit.irdl.IRDLDialect.
+dialects: Registry = Registry("dialects", {"fused": "lowerkit.irdl:fused"})
+
+# Lowerings of user-defined PyTorch ops ("namespace::name") to torch-dialect ops; a factory
+# returns the lowering function (see lowerkit.custom_ops).
+custom_ops: Registry = Registry("custom-ops", {})

@@ -1,0 +1,58 @@
+"""Transform-dialect stages: a transform script applied by MLIR's transform interpreter.
+
+The script is a module holding a ``transform.named_sequence`` (``@__transform_main`` unless
+named otherwise): given as text, a ``.mlir`` path, or a Python builder ``fn(context) ->
+Module``. It is parsed in the payload's own context, so it runs in either build.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .build import Build
+from .errors import StageError
+from .stage import Stage, _check_name
+
+
+@dataclass(repr=False)
+class TransformStage(Stage):
+    """Run the named sequence ``entry`` of a transform script on the module."""
+
+    name: str
+    script: "str | Path | Callable[[Any], Any]"
+    entry: str = "__transform_main"
+    build: Build = Build.TORCH_MLIR
+
+    def __post_init__(self):
+        _check_name(self.name)
+
+    def script_module(self, context: Any) -> Any:
+        source = self.script
+        if callable(source):
+            return source(context)
+        if isinstance(source, Path):
+            source = source.read_text()
+        return self.build.ir.Module.parse(source, context)
+
+    def apply(self, module: Any) -> Any:
+        pkg = "torch_mlir" if self.build is Build.TORCH_MLIR else "iree.compiler"
+        interpreter = importlib.import_module(f"{pkg}.dialects.transform.interpreter")
+        script = self.script_module(module.context)
+        entry = None
+        for op in script.body.operations:
+            if op.operation.name == "transform.named_sequence" and \
+                    str(op.operation.attributes["sym_name"]).strip('"') == self.entry:
+                entry = op
+        if entry is None:
+            raise StageError(self.name, f"the transform script has no named sequence @{self.entry}")
+        interpreter.apply_named_sequence(module, entry, script)
+        return module
+
+    def replay_command(self, path: Path) -> str | None:
+        if isinstance(self.script, Path):
+            return (f"{self.build.opt_tool} --transform-interpreter "
+                    f"--transform-preload-library='transform-library-paths={self.script}' {path}")
+        return None
