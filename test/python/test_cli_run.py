@@ -1,0 +1,65 @@
+"""`lowerkit run` and the pipeline scripts, as a user calls them from a shell."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FACTORY = """
+import torch
+def good():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU()).eval(), (torch.randn(2, 6),)
+def wrong():
+    # the compiled program is checked against a model that differs: --check must fail
+    class M(torch.nn.Module):
+        calls = 0
+        def forward(self, x):
+            M.calls += 1
+            return x * M.calls
+    return M(), (torch.ones(3),)
+"""
+
+
+def _lowerkit(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lowerkit", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+
+
+def test_run_check_prints_stage_table_and_max_error(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text(FACTORY)
+    out = tmp_path / "m.lkz"
+    proc = _lowerkit("run", f"{f}:good", "--target", "cpu", "--check", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    for stage in ("torch-import", "torch-backend-contract", "linalg-on-tensors", "iree-compile"):
+        assert stage in proc.stdout
+    assert "matches eager: max abs error" in proc.stdout
+    assert out.exists()
+
+
+def test_run_check_fails_on_mismatch(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text(FACTORY)
+    proc = _lowerkit("run", f"{f}:wrong", "--check")
+    assert proc.returncode == 1
+    assert "mismatch against eager" in proc.stdout
+
+
+def test_run_reports_bad_factory_without_traceback(tmp_path):
+    proc = _lowerkit("run", f"{tmp_path}/absent.py:f")
+    assert proc.returncode == 1
+    assert "no such file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_pipeline_file_runs_as_a_script(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text(FACTORY)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "pipelines" / "torch_to_linalg.py"), f"{f}:good",
+         "--until", "torch-backend-contract"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "torch.aten.relu" in proc.stdout and "linalg" not in proc.stdout
