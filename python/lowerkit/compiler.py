@@ -1,8 +1,10 @@
 """IREE compilation of a lowered module to a vmfb, in a child ``iree-compile`` process.
 
 A child process keeps a crash inside IREE (an abort or a segfault) from killing the user's
-interpreter, gives the exact command to replay a failure, and exposes IREE's own phases
-(``--compile-to``, ``--dump-compilation-phases-to``).
+interpreter, gives the exact command to replay a failure, and exposes IREE's own phases:
+every compilation writes its phases (``--dump-compilation-phases-to``) and executable
+binaries to a scratch folder, which is where the per-phase times, op histograms, dispatch
+count and executable sizes come from. A dump asks for the files to be kept.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import OpDiagnostic, StageError
@@ -30,8 +33,19 @@ PHASES = (
     "hal", "vm",
 )
 
+# What iree-compile prints so that dumps stay readable; printing only, the vmfb is unchanged.
+ELIDE_FLAGS = ("--mlir-elide-elementsattrs-if-larger=16",
+               "--mlir-elide-resource-strings-if-larger=64")
+
 _DIAG = re.compile(r"^(?P<loc>[^\n]*?):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.*)$", re.M)
 _OP = re.compile(r"^'([\w$.]+)' op |operation '([\w$.]+)'")
+_PHASE_FILE = re.compile(r"^.*?\.(\d+)\.([\w-]+)\.mlir$")
+# An op at the start of a line of printed MLIR: `%0 = dialect.op`, `dialect.op @sym`, `"d.op"(`.
+_TEXT_OP = re.compile(r'^\s*(?:%[^=]*?=\s*)?"?([a-z_][a-z0-9_]*\.[a-z0-9_.]+)"?(?=[\s(<{@%:"\[]|$)',
+                      re.M)
+_DISPATCH = re.compile(r"(\w+?_dispatch_\d+)")
+_MESSAGE_LIMIT = 400
+_TARGET_ATTR = re.compile(r'(#hal\.executable\.target<"[^"]*", "[^"]*"), \{.*$')
 
 
 def iree_compile_tool() -> str:
@@ -40,11 +54,91 @@ def iree_compile_tool() -> str:
     return find_tool("iree-compile")
 
 
+def text_op_histogram(text: str) -> Counter:
+    """Op counts of printed MLIR, read from the text (the phase dumps are not re-parsed)."""
+    return Counter(m.group(1) for m in _TEXT_OP.finditer(text))
+
+
+@dataclass
+class PhaseRecord:
+    """One IREE compilation phase: when its output was written, and what it holds."""
+
+    name: str
+    seconds: float
+    ops: Counter
+    path: Path | None = None  # the phase's dump while it exists (scratch, or moved by a dump)
+    size: int = 0
+
+
+@dataclass
+class ExecutableFile:
+    """A file IREE wrote for one executable: its source, target code or binary."""
+
+    name: str
+    dispatch: str  # "module_main_dispatch_0", or "linked" for linked executables
+    kind: str      # source, configured, benchmark, llvm-ir, bitcode, assembly, object, binary, spirv, ptx
+    size: int
+    path: Path | None = None
+
+
 @dataclass
 class CompileResult:
     vmfb: bytes
     seconds: float
     command: list[str]
+    phases: list[PhaseRecord] = field(default_factory=list)
+    executables: list[ExecutableFile] = field(default_factory=list)
+
+    @property
+    def dispatch_count(self) -> int:
+        """Distinct dispatch functions (exports of the flow phase's executables)."""
+        for phase in self.phases:
+            if phase.name == "flow":
+                return phase.ops.get("flow.executable.export", 0)
+        return len({f.dispatch for f in self.executables if f.dispatch != "linked"})
+
+    @property
+    def binary_bytes(self) -> int:
+        return sum(f.size for f in self.executables if f.kind == "binary")
+
+
+def _kind(name: str) -> str:
+    if name.endswith("_benchmark.mlir"):
+        return "benchmark"
+    if name.startswith("configured_") and name.endswith(".mlir"):
+        return "configured"
+    suffix = name.rsplit(".", 1)[-1]
+    return {"mlir": "source", "ll": "llvm-ir", "bc": "bitcode", "s": "assembly", "o": "object",
+            "so": "binary", "spv": "binary", "spvasm": "spirv", "ptx": "ptx", "fatbin": "binary",
+            "cubin": "binary", "vmfb": "binary", "hsaco": "binary"}.get(suffix, suffix)
+
+
+def executable_files(directory: Path) -> list[ExecutableFile]:
+    """The files IREE dumped for its executables, sorted by dispatch and kind."""
+    out = []
+    for p in sorted(directory.iterdir()) if directory.is_dir() else []:
+        if p.is_file():
+            m = _DISPATCH.search(p.name)
+            out.append(ExecutableFile(p.name, m.group(1) if m else "linked", _kind(p.name),
+                                      p.stat().st_size, p))
+    return out
+
+
+def phase_records(directory: Path, started_ns: int) -> list[PhaseRecord]:
+    """Phases from their dump files; a phase's time is from the previous file's write to its own."""
+    found = []
+    for p in directory.iterdir() if directory.is_dir() else []:
+        m = _PHASE_FILE.match(p.name)
+        if m:
+            found.append((int(m.group(1)), m.group(2), p))
+    out, last = [], started_ns
+    for _, name, p in sorted(found):
+        st = p.stat()
+        text = p.read_text(errors="replace")
+        out.append(PhaseRecord(name, max(st.st_mtime_ns - last, 0) / 1e9, text_op_histogram(text),
+                               p, st.st_size))
+        last = st.st_mtime_ns
+    return out
 
 
 def compile_to_vmfb(
@@ -53,22 +147,42 @@ def compile_to_vmfb(
     extra_flags: list[str] | tuple[str, ...] = (),
     *,
     phases_dir: str | os.PathLike | None = None,
+    executables_dir: str | os.PathLike | None = None,
+    print_passes_dir: str | os.PathLike | None = None,
+    elide: bool = True,
     timeout: float | None = None,
 ) -> CompileResult:
-    """Compile MLIR bytecode (linalg on tensors) for ``target``; raise StageError on failure."""
+    """Compile MLIR bytecode (linalg on tensors) for ``target``; raise StageError on failure.
+
+    ``phases_dir``/``executables_dir`` keep IREE's phase dumps and every executable file
+    (sources, LLVM IR, assembly, binaries) there instead of in a scratch folder;
+    ``print_passes_dir`` receives the IR after every pass (a tree of files).
+    """
     with tempfile.TemporaryDirectory(prefix="lowerkit-") as tmp:
         src = Path(tmp) / "input.mlirbc"
         out = Path(tmp) / "module.vmfb"
         src.write_bytes(bytecode)
+        phases = Path(phases_dir) if phases_dir is not None else Path(tmp) / "phases"
+        execs = Path(executables_dir) if executables_dir is not None else Path(tmp) / "executables"
         flags = target.compile_flags() + list(extra_flags)
-        if phases_dir is not None:
-            flags.append(f"--dump-compilation-phases-to={phases_dir}")
+        replay_flags = list(flags)
+        flags.append(f"--dump-compilation-phases-to={phases}")
+        if executables_dir is not None:
+            flags.append(f"--iree-hal-dump-executable-files-to={execs}")
+        else:
+            flags.append(f"--iree-hal-dump-executable-binaries-to={execs}")
+        if print_passes_dir is not None:
+            flags += ["--mlir-print-ir-after-all", f"--mlir-print-ir-tree-dir={print_passes_dir}"]
+        if elide:
+            flags += list(ELIDE_FLAGS)
         cmd = [iree_compile_tool(), str(src), *flags, "-o", str(out)]
+        replay = [iree_compile_tool(), str(src), *replay_flags, "-o", str(out)]
+        started_ns = time.time_ns()
         start = time.perf_counter()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise _failure(bytecode, cmd, f"timed out after {timeout}s", "") from None
+            raise _failure(bytecode, replay, f"timed out after {timeout}s", "") from None
         seconds = time.perf_counter() - start
         if proc.returncode != 0:
             if proc.returncode < 0:
@@ -76,31 +190,63 @@ def compile_to_vmfb(
                 summary = f"iree-compile crashed with {sig}"
             else:
                 summary = f"iree-compile exited with status {proc.returncode}"
-            raise _failure(bytecode, cmd, summary, proc.stderr)
-        return CompileResult(out.read_bytes(), seconds, cmd)
+            raise _failure(bytecode, replay, summary, proc.stderr)
+        result = CompileResult(out.read_bytes(), seconds, cmd, phase_records(phases, started_ns),
+                               executable_files(execs))
+        if phases_dir is None:
+            for p in result.phases:
+                p.path = None
+        if executables_dir is None:
+            for f in result.executables:
+                f.path = None
+        return result
+
+
+def _short(message: str) -> str:
+    """IREE quotes whole target attributes in messages; keep the start of such a line."""
+    message = _TARGET_ATTR.sub(r"\1, …>", message)
+    return message if len(message) <= _MESSAGE_LIMIT else message[:_MESSAGE_LIMIT] + " …"
 
 
 def parse_diagnostics(stderr: str) -> list[OpDiagnostic]:
     """The errors in IREE's console output, each with its op and source location."""
+    from .build import source_location
+
     out = []
     for m in _DIAG.finditer(stderr):
         msg = m.group("msg").strip()
         op = _OP.search(msg)
         loc = m.group("loc").strip().strip('"')
         location = None if loc in ("", "-", "<unknown>") else f"{loc}:{m.group('line')}"
-        out.append(OpDiagnostic(msg, (op.group(1) or op.group(2)) if op else None, location))
+        if location and "callsite(" in location:
+            location = source_location(location) or location
+        diag = OpDiagnostic(_short(msg), (op.group(1) or op.group(2)) if op else None, location)
+        if all(str(d) != str(diag) for d in out):
+            out.append(diag)
     return out
 
 
 def _failure(bytecode: bytes, cmd: list[str], summary: str, stderr: str) -> StageError:
+    """A StageError with the input saved as readable .mlir (bytecode if that fails)."""
     import hashlib
 
     digest = hashlib.sha256(bytecode).hexdigest()[:12]
-    repro = reproducer_dir() / f"{STAGE}-{digest}.mlirbc"
-    repro.write_bytes(bytecode)
-    replay = [Path(cmd[0]).name, str(repro), *[c for c in cmd[2:-2]], "-o", "/dev/null"]
+    repro = reproducer_dir() / f"{STAGE}-{digest}.mlir"
+    try:
+        from iree.compiler import ir
+
+        with ir.Context() as ctx:
+            module = ir.Module.parse(bytecode, ctx)
+            repro.write_text(module.operation.get_asm(enable_debug_info=True))
+    except Exception:
+        repro = repro.with_suffix(".mlirbc")
+        repro.write_bytes(bytecode)
+    replay = [Path(cmd[0]).name, str(repro), *cmd[2:-2], "-o", "/dev/null"]
     diags = parse_diagnostics(stderr)
     if not diags and stderr.strip():
         tail = stderr.strip().splitlines()[-8:]
-        diags = [OpDiagnostic(" | ".join(tail))]
+        diags = [OpDiagnostic(" | ".join(_short(t) for t in tail))]
+    ops = sorted({d.op for d in diags if d.op})
+    if ops:
+        summary += f": {len(diags)} error(s) on {', '.join(ops)}"
     return StageError(STAGE, summary, diags, repro, shlex.join(replay))

@@ -9,6 +9,7 @@ source line, and points at a saved copy of the stage's input to replay the failu
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 import re
@@ -93,6 +94,17 @@ def _summary(error: Exception, diags: list[OpDiagnostic]) -> str:
     return f"{len(diags)} error(s){what}" if diags else f"{type(error).__name__}: {error}"
 
 
+# Set by an instrument that looks inside a stage (a dump printing the IR after every pass):
+# called with (stage, pass_manager) before the stage's pass manager runs.
+pass_manager_hook: contextvars.ContextVar = contextvars.ContextVar("pass_manager_hook", default=None)
+
+
+def _prepare_pass_manager(stage: "Stage", pm: Any) -> None:
+    hook = pass_manager_hook.get()
+    if hook is not None:
+        hook(stage, pm)
+
+
 def _is_module(obj: Any) -> bool:
     try:
         Build.of(obj)
@@ -124,6 +136,7 @@ class PassPipelineStage(Stage):
         ctx = module.context
         ctx.emit_error_diagnostics = True
         pm = self.build.passmanager.PassManager.parse(self.pipeline)
+        _prepare_pass_manager(self, pm)
         pm.run(module.operation)
         return module
 
@@ -153,6 +166,7 @@ class PythonPassStage(Stage):
         pm = self.build.passmanager.PassManager()
         pm.add(self.run, self.name, argument=self.name, description=self.description,
                op_name=self.op_name)
+        _prepare_pass_manager(self, pm)
         pm.run(module.operation)
         return module
 
