@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 
 from .build import Build
 from .pipeline import StageRecord
-from .runtime import Executable
+from .runtime import DeviceTensor, Executable, invoke_resident
 from .signature import CallSignature
 from .target import Target
 
@@ -33,22 +34,52 @@ class Artifact:
         target: Target,
         signature: CallSignature,
         records: list[StageRecord] | None = None,
+        device: str | None = None,
     ):
         self.vmfb = vmfb
         self.target = target
         self.signature = signature
         self.records = list(records or [])
+        # runtime driver this artifact runs on; one of the target's (see `to`)
+        self.driver = target.driver_for(device)
         self._executable: Executable | None = None
 
     @property
     def executable(self) -> Executable:
         if self._executable is None:
-            self._executable = Executable(self.vmfb, self.target.driver)
+            self._executable = Executable(self.vmfb, self.driver)
         return self._executable
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def to(self, device: str) -> "Artifact":
+        """The same compiled program on another of its target's devices (``cpu``, ``vulkan``,
+        ``cuda``), e.g. for an artifact compiled with ``target="cpu+vulkan"``."""
+        return Artifact(self.vmfb, self.target, self.signature, self.records, device)
+
+    def __call__(self, *args: Any, keep_on_device: bool = False, **kwargs: Any) -> Any:
+        """Run like the original model. With ``keep_on_device=True`` the outputs are
+        `DeviceTensor`s left on the device, which later calls take as inputs."""
+        if keep_on_device or _has_device_tensor(args, kwargs):
+            return self._call_resident(args, kwargs, keep_on_device)
         tensors = self.signature.flatten_inputs(args, kwargs)
         outputs = self.executable.invoke(tensors, len(self.signature.tensor_outputs))
+        return self.signature.unflatten_outputs(outputs)
+
+    def _call_resident(self, args: tuple, kwargs: dict, keep_on_device: bool) -> Any:
+        # The signature checks placeholders with the DeviceTensors' shapes and dtypes.
+        swapped: dict[int, DeviceTensor] = {}
+
+        def placeholder(v: Any) -> Any:
+            if isinstance(v, DeviceTensor):
+                p = torch.empty((), dtype=v.dtype).expand(v.shape)
+                swapped[id(p)] = v
+                return p
+            return v
+
+        args, kwargs = pytree.tree_map(placeholder, (tuple(args), dict(kwargs)))
+        values = [swapped.get(id(t), t) for t in self.signature.flatten_inputs(args, kwargs)]
+        outputs = invoke_resident(self.executable, values, len(self.signature.tensor_outputs))
+        if not keep_on_device:
+            outputs = [o.cpu() for o in outputs]
         return self.signature.unflatten_outputs(outputs)
 
     # -- inspection ------------------------------------------------------------------------
@@ -74,7 +105,8 @@ class Artifact:
         return sum(r.seconds for r in self.records)
 
     def __repr__(self) -> str:
-        return (f"Artifact(target={self.target.name!r}, inputs={self.signature.describe_inputs()}, "
+        on = f", device={self.driver!r}" if self.target.drivers else ""
+        return (f"Artifact(target={self.target.name!r}{on}, inputs={self.signature.describe_inputs()}, "
                 f"vmfb={len(self.vmfb)} bytes)")
 
     # -- files -----------------------------------------------------------------------------
@@ -97,7 +129,8 @@ class Artifact:
         return path
 
     @staticmethod
-    def load(path: str | os.PathLike) -> "Artifact":
+    def load(path: str | os.PathLike, device: str | None = None) -> "Artifact":
+        """Read a saved artifact; ``device`` picks one of its target's devices."""
         with zipfile.ZipFile(path) as z:
             meta = json.loads(z.read("artifact.json"))
             vmfb = z.read("module.vmfb")
@@ -108,4 +141,15 @@ class Artifact:
             for r in meta["records"]
         ]
         return Artifact(vmfb, Target.from_json(meta["target"]),
-                        CallSignature.from_json(meta["signature"]), records)
+                        CallSignature.from_json(meta["signature"]), records, device)
+
+
+def _has_device_tensor(args: tuple, kwargs: dict) -> bool:
+    """Cheap for the usual call of plain tensors: only containers are walked."""
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, DeviceTensor):
+            return True
+        if isinstance(v, (list, tuple, dict)) and any(
+                isinstance(leaf, DeviceTensor) for leaf in pytree.tree_leaves(v)):
+            return True
+    return False

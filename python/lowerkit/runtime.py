@@ -6,7 +6,9 @@ device. Calls go straight to IREE's VM (no per-call reflection), to keep the per
 
 from __future__ import annotations
 
+import atexit
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -64,14 +66,19 @@ class Executable:
                 f"IREE runtime driver '{self.driver}' is not available in this build; "
                 f"available: {', '.join(available_drivers())}"
             )
-        try:
-            device = rt.get_driver(self.driver).create_default_device()
-        except Exception as e:
-            raise TargetError(f"could not open a device for IREE driver '{self.driver}': {e}") from e
+        device = open_device(self.driver)
+        _LIVE.add(self)
         instance = rt.VmInstance()
         hal = rt.create_hal_module(instance, device)
         module = rt.VmModule.copy_buffer(instance, self._vmfb)
-        context = rt.VmContext(instance, modules=[hal, module])
+        try:
+            context = rt.VmContext(instance, modules=[hal, module])
+        except Exception as e:
+            if "INCOMPATIBLE" in str(e) or "not found or unavailable" in str(e):
+                raise TargetError(
+                    f"the compiled module has no executables for IREE driver '{self.driver}' "
+                    f"(compile for it, e.g. target='cpu+vulkan'): {e}") from e
+            raise
         fn = module.lookup_function(self.function)
         if fn is None:
             raise LowerkitError(f"the compiled module has no function '{self.function}'")
@@ -127,6 +134,8 @@ def _read(rt: Any, device: Any, bv: Any, np_dtype: Any, shape: list[int]) -> np.
     """Copy a buffer view's contents into a fresh host array."""
     if 0 in shape:
         return np.zeros(shape, dtype=np_dtype)
+    if not _mappable(rt, bv.get_buffer()):
+        return _read_staged(rt, device, bv, np_dtype, shape)
     try:
         mapped = bv.map()
         return np.array(mapped.asarray(shape, np.dtype(np_dtype)), copy=True)
@@ -134,10 +143,23 @@ def _read(rt: Any, device: Any, bv: Any, np_dtype: Any, shape: list[int]) -> np.
         return _read_staged(rt, device, bv, np_dtype, shape)
 
 
+def _mappable(rt: Any, buffer: Any) -> bool:
+    """Whether the host can map a buffer directly (GPU results usually cannot: Vulkan's are
+    device-local, and importing host memory needs 4096-byte alignment that numpy lacks)."""
+    usage = int(buffer.allowed_usage())
+    memory = int(buffer.memory_type())
+    return bool(usage & int(rt.BufferUsage.MAPPING_SCOPED)) and bool(
+        memory & int(rt.MemoryType.HOST_VISIBLE))
+
+
 def _read_staged(rt: Any, device: Any, bv: Any, np_dtype: Any, shape: list[int]) -> np.ndarray:
-    """Read back through a host-visible staging buffer, for devices whose memory is not mappable."""
+    """Read back through a host-visible staging buffer that IREE allocates (so it is aligned as
+    the device wants), for devices whose memory is not mappable; waits for the copy."""
     source = bv.get_buffer()
     size = source.byte_length()
+    needed = int(np.prod(shape)) * np.dtype(np_dtype).itemsize
+    if size < needed:
+        raise LowerkitError(f"device buffer holds {size} bytes, {needed} expected for {shape}")
     alloc = device.allocator
     host = alloc.allocate_buffer(
         memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
@@ -163,3 +185,131 @@ def usable_drivers() -> list[str]:
         except Exception:
             pass
     return usable
+
+
+# -- devices shared by every executable of a driver -------------------------------------------
+# One device per driver, so that tensors left on a device by one artifact can feed another.
+_DEVICES: dict[str, Any] = {}
+_DEVICES_LOCK = threading.Lock()
+_LIVE: "weakref.WeakSet[Executable]" = weakref.WeakSet()
+
+
+def open_device(driver: str) -> Any:
+    """The process's device for an IREE driver, opened on first use; TargetError if none."""
+    with _DEVICES_LOCK:
+        device = _DEVICES.get(driver)
+        if device is None:
+            import iree.runtime as rt
+
+            try:
+                device = rt.get_driver(driver).create_default_device()
+            except Exception as e:
+                hint = (" (is a Vulkan ICD installed? Debian: apt-get install mesa-vulkan-drivers "
+                        "libvulkan1)" if driver == "vulkan" else "")
+                raise TargetError(
+                    f"could not open a device for IREE driver '{driver}'{hint}: {e}") from e
+            _DEVICES[driver] = device
+        return device
+
+
+@atexit.register
+def _release_at_exit() -> None:
+    """Drop contexts before devices: the Vulkan driver crashes at exit when they go in any
+    order the interpreter's teardown happens to pick."""
+    for executable in list(_LIVE):
+        executable._loaded = None
+    import gc
+
+    gc.collect()
+    _DEVICES.clear()
+    gc.collect()
+
+
+# -- tensors kept on the device between calls -------------------------------------------------
+class DeviceTensor:
+    """A tensor that lives in an IREE device's memory: what ``art(x, keep_on_device=True)``
+    returns, and what a later call takes as input without a round trip through the host."""
+
+    def __init__(self, view: Any, driver: str, dtype: torch.dtype):
+        self.view = view
+        self.driver = driver
+        self.dtype = dtype
+
+    @property
+    def shape(self) -> torch.Size:
+        return torch.Size(self.view.shape)
+
+    def dim(self) -> int:
+        return len(self.view.shape)
+
+    def cpu(self) -> torch.Tensor:
+        """Copy to a host torch tensor."""
+        import iree.runtime as rt
+
+        return Executable._to_torch(rt, open_device(self.driver), self.view)
+
+    to_torch = cpu
+
+    def numpy(self) -> np.ndarray:
+        return self.cpu().numpy()
+
+    @staticmethod
+    def from_torch(tensor: torch.Tensor, driver: str) -> "DeviceTensor":
+        """Upload a host tensor to the device of ``driver``."""
+        import iree.runtime as rt
+
+        return DeviceTensor(upload(rt, open_device(driver), tensor), driver, tensor.dtype)
+
+    def __repr__(self) -> str:
+        dims = ", ".join(str(d) for d in self.shape)
+        return f"DeviceTensor([{dims}], {str(self.dtype).removeprefix('torch.')}, on {self.driver})"
+
+
+def upload(rt: Any, device: Any, tensor: torch.Tensor) -> Any:
+    """A torch tensor copied into a buffer view on ``device``."""
+    _, et = _ELEMENT_TYPES[tensor.dtype]
+    t = tensor.detach().contiguous()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    arr = t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
+    return device.allocator.allocate_buffer_copy(
+        memory_type=rt.MemoryType.DEVICE_LOCAL,
+        allowed_usage=rt.BufferUsage.DEFAULT | rt.BufferUsage.MAPPING,
+        device=device,
+        buffer=arr,
+        element_type=getattr(rt.HalElementType, et),
+    )
+
+
+def _torch_dtype(rt: Any, element_type: Any) -> torch.dtype:
+    if element_type == rt.HalElementType.BFLOAT_16:
+        return torch.bfloat16
+    if element_type == rt.HalElementType.BOOL_8:
+        return torch.bool
+    return _NP_TO_TORCH[np.dtype(rt.HalElementType.map_to_dtype(element_type))]
+
+
+def invoke_resident(
+    executable: Executable, values: list["torch.Tensor | DeviceTensor"], n_results: int
+) -> list[DeviceTensor]:
+    """Call with host or device tensors; the results stay on the device."""
+    rt, device, context, fn = executable.loaded
+    args = rt.VmVariantList(len(values))
+    for v in values:
+        if isinstance(v, DeviceTensor):
+            if v.driver != executable.driver:  # another device: through the host
+                v = DeviceTensor.from_torch(v.cpu(), executable.driver)
+            args.push_ref(v.view)
+        else:
+            args.push_ref(upload(rt, device, v))
+    results = rt.VmVariantList(n_results)
+    try:
+        context.invoke(fn, args, results)
+    except Exception as e:
+        raise LowerkitError(
+            f"the compiled program failed at run time on '{executable.driver}': {e}") from e
+    out = []
+    for i in range(len(results)):
+        bv = results.get_as_object(i, rt.HalBufferView)
+        out.append(DeviceTensor(bv, executable.driver, _torch_dtype(rt, bv.element_type)))
+    return out

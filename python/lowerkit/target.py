@@ -1,47 +1,102 @@
-"""Target: which IREE backend compiles a program and which runtime driver runs it."""
+"""Target: which IREE backend compiles a program and which runtime driver runs it.
+
+A target is named by a string (``"cpu"``, ``"vulkan:llvmpipe"``, ``"cuda:sm_90"``, or several
+joined by ``+`` for one artifact that runs on any of them) or built by a factory here with
+options. Names are checked in Python before IREE sees them, because IREE aborts with a native
+stack dump on a GPU name it does not know.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Iterable
 
 from .errors import TargetError
 
 
 @dataclass(frozen=True)
 class Target:
-    """An IREE compilation target: the backend, its device options, and the runtime driver."""
+    """An IREE compilation target: the backend, its device options, and the runtime driver.
 
-    name: str                 # "cpu", "cpu:znver4", ...
+    ``drivers`` lists every runtime driver the compiled module can run on, for an artifact
+    compiled for several devices (empty means just ``driver``, the default one).
+    """
+
+    name: str                 # "cpu", "cpu:znver4", "vulkan:llvmpipe", "cpu+vulkan", ...
     backend: str              # IREE's name: llvm-cpu, vulkan-spirv, cuda
     driver: str               # IREE runtime driver: local-task, vulkan, cuda
     flags: tuple[str, ...] = field(default_factory=tuple)
+    drivers: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def runtime_drivers(self) -> tuple[str, ...]:
+        return self.drivers or (self.driver,)
 
     def compile_flags(self) -> list[str]:
         return list(self.flags)
 
+    def with_flags(self, *flags: str) -> "Target":
+        """The same target with extra ``iree-compile`` flags (e.g. backend tuning options)."""
+        return replace(self, flags=self.flags + tuple(flags))
+
+    def driver_for(self, device: str | None) -> str:
+        """The runtime driver for a device name (``cpu``, ``vulkan``, ``cuda`` or a driver)."""
+        if device is None:
+            return self.driver
+        driver = DEVICE_DRIVERS.get(device, device)
+        if driver == "local-sync" and "local-task" in self.runtime_drivers:
+            return driver
+        if driver not in self.runtime_drivers:
+            have = ", ".join(_device_name(d) for d in self.runtime_drivers)
+            raise TargetError(
+                f"this artifact was compiled for {self.name!r} and cannot run on {device!r}; "
+                f"it runs on: {have}. Compile with target='{self.name}+{device}' to add it"
+            )
+        return driver
+
     def to_json(self) -> dict:
         return {"name": self.name, "backend": self.backend, "driver": self.driver,
-                "flags": list(self.flags)}
+                "flags": list(self.flags), "drivers": list(self.drivers)}
 
     @staticmethod
     def from_json(d: dict) -> "Target":
-        return Target(d["name"], d["backend"], d["driver"], tuple(d["flags"]))
+        return Target(d["name"], d["backend"], d["driver"], tuple(d["flags"]),
+                      tuple(d.get("drivers", ())))
 
     @staticmethod
-    def parse(spec: "str | Target") -> "Target":
-        """``"cpu"``, ``"cpu:CPU"`` (an LLVM CPU name; ``host`` by default) or a `Target`."""
+    def parse(spec: "str | Target | Iterable[str | Target]") -> "Target":
+        """``"cpu"``, ``"cpu:CPU"``, ``"vulkan[:ARCH]"``, ``"cuda[:sm_NN]"``, a `Target`, or
+        several of them (``"cpu+vulkan"`` or a list) for one artifact that runs on each."""
         if isinstance(spec, Target):
             return spec
-        if not isinstance(spec, str):
-            raise TargetError(f"target must be a string or a Target, got {type(spec).__name__}")
-        kind, _, arch = spec.partition(":")
-        factory = _FACTORIES.get(kind)
-        if factory is None:
-            raise TargetError(
-                f"unknown target {spec!r}; valid targets: {', '.join(_FACTORIES)} "
-                "(e.g. 'cpu', 'cpu:host', 'cpu:znver4')"
-            )
-        return factory(arch)
+        if isinstance(spec, str):
+            parts = [p.strip() for p in spec.split("+")]
+            if len(parts) > 1:
+                return combine(*(Target.parse(p) for p in parts))
+            kind, _, arch = spec.partition(":")
+            factory = _FACTORIES.get(kind)
+            if factory is None:
+                raise TargetError(f"unknown target {spec!r}; {valid_targets_text()}")
+            return factory(arch)
+        if isinstance(spec, (list, tuple)) and spec:
+            return combine(*(Target.parse(p) for p in spec))
+        raise TargetError(
+            f"target must be a string, a Target or a list of them, got {type(spec).__name__}")
+
+
+def valid_targets_text() -> str:
+    return ("valid targets: 'cpu', 'cpu:CPU' (an LLVM CPU name, e.g. 'cpu:znver4'), "
+            "'vulkan', 'vulkan:ARCH' (e.g. 'vulkan:llvmpipe', 'vulkan:rdna3', 'vulkan:ampere'), "
+            "'cuda', 'cuda:sm_NN' (e.g. 'cuda:sm_80', 'cuda:sm_90'), "
+            "or several joined by '+' (e.g. 'cpu+vulkan')")
+
+
+# Runtime driver of each device name a user may give (Artifact(device=...), art.to(...)).
+DEVICE_DRIVERS = {"cpu": "local-task", "local": "local-task", "vulkan": "vulkan", "cuda": "cuda"}
+
+
+def _device_name(driver: str) -> str:
+    return {"local-task": "cpu", "local-sync": "cpu"}.get(driver, driver)
 
 
 def cpu(arch: str = "") -> Target:
@@ -59,4 +114,143 @@ def cpu(arch: str = "") -> Target:
     )
 
 
-_FACTORIES = {"cpu": cpu}
+# --iree-vulkan-target names IREE 3.13 knows (any other makes iree-compile abort). `llvmpipe`
+# is Mesa's software rasteriser (lavapipe), what CI runs on.
+VULKAN_ARCHS = frozenset("""
+    llvmpipe vp_android_baseline_2022
+    rdna1 rdna2 rdna3 rdna4 cdna1 cdna2 cdna3 cdna4
+    gfx908 gfx90a gfx942 gfx950 gfx1010 gfx1011 gfx1012 gfx1013 gfx1030 gfx1031 gfx1032
+    gfx1033 gfx1034 gfx1035 gfx1036 gfx1100 gfx1101 gfx1102 gfx1103 gfx1150 gfx1151 gfx1200
+    gfx1201 mi100 mi210 mi250 mi250x mi300a mi300x mi308x mi325x mi350x mi355x
+    rx7900xtx rx7900xt rx7800xt rx7700xt rx9070xt rx9070 v710 w7900 w7800 w7700
+    phoenix strix-point strix-halo
+    valhall valhall1 valhall2 valhall3 valhall4 mali-g715 mali-g615 mali-g710 mali-g510
+    mali-g310 mali-g78 mali-g77 mali-g57
+    ampere turing volta pascal ada sm_60 sm_61 sm_62 sm_70 sm_72 sm_75 sm_80 sm_86 sm_87 sm_89
+    a100 rtx3090ti rtx3090 rtx3080ti rtx3080 rtx3070ti rtx3070 rtx4090 rtx4080
+    adreno
+""".split())
+
+
+def vulkan(arch: str = "", *, features: str | None = None) -> Target:
+    """IREE's vulkan-spirv backend for a GPU family (IREE's portable default when empty).
+
+    ``features`` replaces the SPIR-V environment (``--iree-vulkan-target-features``).
+    """
+    if arch and arch.lower() not in VULKAN_ARCHS:
+        raise TargetError(
+            f"unknown Vulkan target 'vulkan:{arch}'; IREE 3.13 knows: "
+            f"{', '.join(sorted(VULKAN_ARCHS))} ('vulkan:llvmpipe' is the software device)")
+    flags = ["--iree-hal-target-device=vulkan"]
+    if arch:
+        flags.append(f"--iree-vulkan-target={arch.lower()}")
+    if features:
+        flags.append(f"--iree-vulkan-target-features={features}")
+    return Target(f"vulkan:{arch}" if arch else "vulkan", "vulkan-spirv", "vulkan", tuple(flags))
+
+
+# --iree-cuda-target names in IREE 3.13's table of known CUDA GPUs.
+CUDA_ARCHS = frozenset("""
+    sm_60 sm_61 sm_62 sm_70 sm_72 sm_75 sm_80 sm_86 sm_87 sm_89 sm_120 sm_121
+    pascal volta turing ampere ada a100 rtx3090ti rtx3090 rtx3080ti rtx3080 rtx3070ti rtx3070
+    rtx4090 rtx4080
+""".split())
+
+
+@dataclass(frozen=True)
+class CudaArch:
+    """What IREE needs to know about a CUDA GPU missing from its table (iree-org/iree#22147)."""
+
+    arch: str
+    ptx: int                      # PTX ISA version * 10 (78 = PTX 7.8)
+    workgroup_memory_bytes: int   # max shared memory per block (opt-in)
+    sm_count: int
+
+    def device_attribute(self) -> str:
+        """A ``#hal.device.target`` literal with the ``#iree_gpu.target`` IREE would build."""
+        mma = ", ".join(f"<{m}>" for m in (
+            "NV_MMA_SYNC_F32_16x8x16_F16", "NV_MMA_SYNC_F16_16x8x16_F16",
+            "NV_MMA_SYNC_F32_16x8x16_BF16", "NV_WMMA_F32_16x16x16_F16",
+            "NV_WMMA_F16_16x16x16_F16"))
+        wgp = (
+            "compute = fp64|fp32|fp16|int64|int32|int16|int8, storage = b64|b32|b16|b8, "
+            "subgroup = shuffle|arithmetic, dot = dp4xi8toi32, "
+            f"mma = [{mma}], subgroup_size_choices = [32], "
+            "max_workgroup_sizes = [1024, 1024, 1024], max_thread_count_per_workgroup = 1024, "
+            f"max_workgroup_memory_bytes = {self.workgroup_memory_bytes}, "
+            "max_workgroup_counts = [2147483647, 65535, 65535]"
+        )
+        gpu = (f'#iree_gpu.target<arch = "{self.arch}", features = "+ptx{self.ptx}", '
+               f"wgp = <{wgp}>, chip = <wgp_count = {self.sm_count}>>")
+        return ('#hal.device.target<"cuda", [#hal.executable.target<"cuda", "cuda-nvptx-fb", '
+                f"{{iree_codegen.target_info = {gpu}}}>]>")
+
+
+# Hopper: H100 SXM has 132 SMs and 227 KiB of shared memory per block; sm_90 needs PTX >= 7.8.
+CUDA_CUSTOM_ARCHS = {
+    "sm_90": CudaArch("sm_90", 78, 227 * 1024, 132),
+    "sm_90a": CudaArch("sm_90a", 80, 227 * 1024, 132),
+    "hopper": CudaArch("sm_90", 78, 227 * 1024, 132),
+    "h100": CudaArch("sm_90", 78, 227 * 1024, 132),
+}
+
+DEFAULT_CUDA_ARCH = "sm_80"  # Ampere; its PTX also JIT-compiles for newer GPUs
+
+
+def cuda(arch: str = "", *, ptx: int | None = None, workgroup_memory_bytes: int | None = None,
+         sm_count: int | None = None) -> Target:
+    """IREE's CUDA backend (PTX) for ``sm_NN`` (``sm_80`` by default).
+
+    GPUs in IREE's table go by ``--iree-cuda-target``; the others (sm_90 / H100) get a device
+    attribute built here. Giving any of the keyword options builds the attribute too.
+    """
+    arch = (arch or DEFAULT_CUDA_ARCH).lower()
+    custom = CUDA_CUSTOM_ARCHS.get(arch)
+    options = (ptx, workgroup_memory_bytes, sm_count)
+    if custom is None and any(o is not None for o in options):
+        if not arch.startswith("sm_") or not arch[3:].rstrip("a").isdigit():
+            raise TargetError(f"a CUDA target with options needs an 'sm_NN' name, got {arch!r}")
+        custom = CudaArch(arch, 78, 48 * 1024, 1)
+    if custom is not None:
+        custom = replace(custom, **{k: v for k, v in zip(
+            ("ptx", "workgroup_memory_bytes", "sm_count"), options) if v is not None})
+        flags = (f"--iree-hal-target-device={custom.device_attribute()}",)
+    elif arch in CUDA_ARCHS:
+        flags = ("--iree-hal-target-device=cuda", f"--iree-cuda-target={arch}")
+    else:
+        known = sorted(CUDA_ARCHS | set(CUDA_CUSTOM_ARCHS))
+        raise TargetError(f"unknown CUDA target 'cuda:{arch}'; known: {', '.join(known)}")
+    return Target(f"cuda:{arch}", "cuda", "cuda", flags)
+
+
+def combine(*targets: Target) -> Target:
+    """One target compiling for several devices; the artifact picks one when it is loaded.
+
+    IREE builds one module whose device is selected at load time among the listed ones
+    (``--iree-hal-target-device=local,vulkan``), with executables for each.
+    """
+    if len(targets) == 1:
+        return targets[0]
+    devices, rest, drivers = [], [], []
+    for t in targets:
+        if t.drivers:
+            raise TargetError(f"cannot nest the multi-device target {t.name!r}")
+        if t.driver in drivers:
+            raise TargetError(f"two targets for the same driver '{t.driver}' in one artifact")
+        drivers.append(t.driver)
+        for f in t.flags:
+            if f.startswith("--iree-hal-target-device="):
+                device = f.split("=", 1)[1]
+                if device.startswith("#"):
+                    raise TargetError(
+                        f"{t.name!r} is described by a device attribute and cannot share an "
+                        "artifact with other targets in IREE 3.13; compile it on its own")
+                devices.append(device)
+            else:
+                rest.append(f)
+    flags = (f"--iree-hal-target-device={','.join(devices)}", *rest)
+    return Target("+".join(t.name for t in targets), "+".join(t.backend for t in targets),
+                  targets[0].driver, flags, tuple(drivers))
+
+
+_FACTORIES = {"cpu": cpu, "vulkan": vulkan, "cuda": cuda}
