@@ -186,7 +186,11 @@ def import_program(
     signature = CallSignature(in_spec, in_leaves, captured["out_spec"], out_leaves)
 
     try:
-        module = fx.export_and_import(exported, output_type="raw", func_name="main")
+        # issue 7: weights go in as raw bytes (tensor_literals), not through tolist() (~8 s on ResNet-18).
+        from .tensor_literals import TensorLiteralHooks
+
+        module = fx.export_and_import(exported, output_type="raw", func_name="main",
+                                      hooks=TensorLiteralHooks())
     except Exception as e:
         raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e
     return ImportedProgram(module, signature, exported, time.perf_counter() - start)

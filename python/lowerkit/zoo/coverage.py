@@ -1,0 +1,78 @@
+"""Coverage of the zoo: how far each model gets through lowerkit, and how close it is to eager.
+
+A model passes through ``torch-import``, the pipeline's stages, ``iree-compile``, ``run`` and
+``check``; `check_model` reports the last stage reached, the error where it stopped, and the
+max abs error against eager PyTorch when it ran.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import torch
+
+from . import ZooModel
+
+# the stages a model goes through, in order, as named in `CoverageResult.stage`
+STAGES = ("torch-import", "torch-backend-contract", "linalg-on-tensors", "iree-compile", "run",
+          "check")
+
+
+@dataclass
+class CoverageResult:
+    """One model's result: passed, the stage it reached (or failed in), error and timings."""
+
+    name: str
+    ok: bool
+    stage: str                    # the failing stage, or "check" when it passed
+    max_abs_error: float | None = None
+    message: str = ""
+    compile_seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _failing_stage(e: Exception) -> str:
+    from ..errors import IngressError, StageError
+
+    if isinstance(e, StageError):
+        return e.stage
+    if isinstance(e, IngressError):
+        return "torch-import"
+    return "unknown"
+
+
+def check_model(entry: ZooModel, target: str = "cpu", **compile_options) -> CoverageResult:
+    """Compile ``entry`` for ``target``, run it on its example inputs, compare with eager."""
+    import lowerkit
+    from lowerkit.numerics import compare
+
+    model, args, kwargs = entry.make()
+    with torch.no_grad():
+        expected = model(*args, **kwargs)
+    start = time.perf_counter()
+    try:
+        art = lowerkit.compile(model, args, kwargs, target=target, **compile_options)
+    except Exception as e:  # noqa: BLE001 - every failure is a coverage result
+        return CoverageResult(entry.name, False, _failing_stage(e), None, _summary(e),
+                              time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    stages = {r.name: r.seconds for r in art.records}
+    try:
+        actual = art(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001
+        return CoverageResult(entry.name, False, "run", None, _summary(e), seconds, stages)
+    result = compare(actual, expected, rtol=entry.rtol, atol=entry.atol)
+    return CoverageResult(entry.name, result.ok, "check", result.max_abs_error,
+                          "" if result.ok else result.message, seconds, stages)
+
+
+def _summary(e: Exception) -> str:
+    text = f"{type(e).__name__}: {e}".strip()
+    if not str(e):
+        text += " " + traceback.format_exc(limit=2)
+    return " ".join(text.split())[:400]
