@@ -7,10 +7,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import bridge, compiler
+import torch
+
+from . import bridge, compiler, report
 from .artifact import Artifact
 from .build import Build, op_histogram
-from .dump import DumpInstrument
+from .dump import DumpInstrument, fx_op_histogram
+from .errors import LowerkitError
 from .ingress import import_program
 from .instrument import Instrument
 from .pipeline import Pipeline, StageRecord
@@ -38,7 +41,7 @@ def compile(
     target: "str | Target" = "cpu",
     pipeline: "str | Pipeline | None" = None,
     dynamic_shapes: Any = None,
-    dump_dir: str | Path | None = None,
+    dump_dir: "str | Path | DumpInstrument | None" = None,
     instruments: Sequence[Instrument] = (),
     iree_flags: Sequence[str] = (),
 ) -> Artifact:
@@ -50,16 +53,31 @@ def compile(
     target = Target.parse(target)
     pipe = resolve_pipeline(pipeline)
     instruments = list(instruments)
-    dump = DumpInstrument(dump_dir) if dump_dir is not None else None
-    if dump is not None:
-        instruments.append(dump)
+    dump = dump_dir if isinstance(dump_dir, DumpInstrument) else (
+        DumpInstrument(dump_dir) if dump_dir is not None else None)
+    if dump is None:
+        return _compile(fn, args, kwargs, target, pipe, dynamic_shapes, None, instruments, iree_flags)
+    instruments.append(dump)
+    title = getattr(type(fn), "__name__", None) if isinstance(fn, torch.nn.Module) else None
+    title = title or getattr(fn, "__name__", "program")
+    try:
+        art = _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags)
+    except LowerkitError as e:
+        report.write_report(dump.directory, dump.entries, title=title, target=target.name, error=str(e))
+        dump.clean_staging()
+        raise
+    report.write_report(dump.directory, dump.entries, title=title, target=target.name)
+    return art
 
+
+def _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags):
     imported = import_program(fn, args, kwargs, dynamic_shapes)
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
     if dump is not None:
-        dump.write("fx-graph", imported.fx_code(), suffix=".py")
-        dump.write_module("torch-import", imported.module)
+        dump.write("fx-graph", imported.fx_code(), suffix=".py", kind="fx-graph",
+                   build="torch", ops=fx_op_histogram(imported.exported))
+        dump.write_module("torch-import", imported.module, records[0])
 
     lowering = pipe.run(imported.module, instruments=instruments)
     records += lowering.records
@@ -67,8 +85,11 @@ def compile(
     start = time.perf_counter()
     bytecode = bridge.to_bytecode(lowering.module)
     serialise = time.perf_counter() - start
-    result = compiler.compile_to_vmfb(bytecode, target, list(iree_flags))
+    result = compiler.compile_to_vmfb(bytecode, target, list(iree_flags),
+                                      **(dump.iree_options() if dump is not None else {}))
     records.append(StageRecord(compiler.STAGE, Build.IREE, serialise + result.seconds, Counter()))
     if dump is not None:
-        dump.write("module", result.vmfb, suffix=".vmfb")
-    return Artifact(result.vmfb, target, imported.signature, records)
+        dump.add_compile(result)
+    art = Artifact(result.vmfb, target, imported.signature, records)
+    art.compile_stats = compiler.statistics(result)
+    return art

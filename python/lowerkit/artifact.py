@@ -28,6 +28,9 @@ FORMAT_VERSION = 1
 class Artifact:
     """A compiled program. ``artifact(*args, **kwargs)`` runs it like the original model."""
 
+    # what IREE made: per-phase times and ops, dispatches, sizes (`compiler.statistics`)
+    compile_stats: dict | None = None
+
     def __init__(
         self,
         vmfb: bytes,
@@ -53,7 +56,9 @@ class Artifact:
     def to(self, device: str) -> "Artifact":
         """The same compiled program on another of its target's devices (``cpu``, ``vulkan``,
         ``cuda``), e.g. for an artifact compiled with ``target="cpu+vulkan"``."""
-        return Artifact(self.vmfb, self.target, self.signature, self.records, device)
+        moved = Artifact(self.vmfb, self.target, self.signature, self.records, device)
+        moved.compile_stats = self.compile_stats
+        return moved
 
     def __call__(self, *args: Any, keep_on_device: bool = False, **kwargs: Any) -> Any:
         """Run like the original model. With ``keep_on_device=True`` the outputs are
@@ -94,10 +99,22 @@ class Artifact:
         table.add_column("time (ms)", justify="right")
         table.add_column("ops", justify="right")
         table.add_column("dialects", overflow="fold")
+        stats = self.compile_stats or {}
         for i, r in enumerate(self.records):
             dialects = ", ".join(f"{d} {n}" for d, n in r.dialects().most_common(4))
             ops = str(r.op_count) if r.ops else "-"
             table.add_row(str(i), r.name, r.build.value, f"{r.seconds * 1e3:.1f}", ops, dialects)
+            if r.name == "iree-compile":  # its phases, from iree-compile's phase dumps
+                for p in stats.get("phases", []):
+                    top = Counter()
+                    for name, n in p["ops"].items():
+                        top[name.split(".", 1)[0]] += n
+                    table.add_row("", f"  └ {p['name']}", "", f"{p['seconds'] * 1e3:.1f}",
+                                  str(sum(p["ops"].values())),
+                                  ", ".join(f"{d} {n}" for d, n in top.most_common(4)), style="dim")
+        if stats:
+            table.caption = (f"{stats['dispatches']} dispatches · executable binaries "
+                             f"{stats['binary_bytes'] / 1024:.1f} KiB · vmfb {stats['vmfb_bytes'] / 1024:.1f} KiB")
         return table
 
     @property
@@ -120,6 +137,7 @@ class Artifact:
                 {"name": r.name, "build": r.build.value, "seconds": r.seconds, "ops": dict(r.ops)}
                 for r in self.records
             ],
+            "compile_stats": self.compile_stats,
         }
         tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as z:
@@ -140,8 +158,10 @@ class Artifact:
             StageRecord(r["name"], Build(r["build"]), r["seconds"], Counter(r["ops"]))
             for r in meta["records"]
         ]
-        return Artifact(vmfb, Target.from_json(meta["target"]),
-                        CallSignature.from_json(meta["signature"]), records, device)
+        art = Artifact(vmfb, Target.from_json(meta["target"]),
+                       CallSignature.from_json(meta["signature"]), records, device)
+        art.compile_stats = meta.get("compile_stats")
+        return art
 
 
 def _has_device_tensor(args: tuple, kwargs: dict) -> bool:

@@ -43,6 +43,7 @@ _PHASE_FILE = re.compile(r"^.*?\.(\d+)\.([\w-]+)\.mlir$")
 # An op at the start of a line of printed MLIR: `%0 = dialect.op`, `dialect.op @sym`, `"d.op"(`.
 _TEXT_OP = re.compile(r'^\s*(?:%[^=]*?=\s*)?"?([a-z_][a-z0-9_]*\.[a-z0-9_.]+)"?(?=[\s(<{@%:"\[]|$)',
                       re.M)
+_BARE_RETURN = re.compile(r"^\s*return\b", re.M)
 _DISPATCH = re.compile(r"(\w+?_dispatch_\d+)")
 _MESSAGE_LIMIT = 400
 _TARGET_ATTR = re.compile(r'(#hal\.executable\.target<"[^"]*", "[^"]*"), \{.*$')
@@ -56,7 +57,11 @@ def iree_compile_tool() -> str:
 
 def text_op_histogram(text: str) -> Counter:
     """Op counts of printed MLIR, read from the text (the phase dumps are not re-parsed)."""
-    return Counter(m.group(1) for m in _TEXT_OP.finditer(text))
+    counts = Counter(m.group(1) for m in _TEXT_OP.finditer(text))
+    returns = len(_BARE_RETURN.findall(text))  # func.return prints without its dialect
+    if returns:
+        counts["func.return"] += returns
+    return counts
 
 
 @dataclass
@@ -100,6 +105,19 @@ class CompileResult:
     @property
     def binary_bytes(self) -> int:
         return sum(f.size for f in self.executables if f.kind == "binary")
+
+
+def statistics(result: CompileResult) -> dict:
+    """What a compilation made, as plain data: per-phase times and ops, dispatches, sizes."""
+    return {
+        "seconds": result.seconds,
+        "phases": [{"name": p.name, "seconds": p.seconds, "ops": dict(p.ops)} for p in result.phases],
+        "dispatches": result.dispatch_count,
+        "executables": [{"name": f.name, "dispatch": f.dispatch, "kind": f.kind, "size": f.size}
+                        for f in result.executables if f.kind == "binary"],
+        "binary_bytes": result.binary_bytes,
+        "vmfb_bytes": len(result.vmfb),
+    }
 
 
 def _kind(name: str) -> str:
