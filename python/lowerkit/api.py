@@ -11,6 +11,7 @@ import torch
 
 from . import bridge, compiler, report
 from .artifact import Artifact
+from .cache import CompileCache, resolve_cache
 from .build import Build, op_histogram
 from .dump import DumpInstrument, fx_op_histogram
 from .errors import LowerkitError
@@ -44,11 +45,16 @@ def compile(
     dump_dir: "str | Path | DumpInstrument | None" = None,
     instruments: Sequence[Instrument] = (),
     iree_flags: Sequence[str] = (),
+    cache: "CompileCache | str | Path | bool | None" = None,
+    device: str | None = None,
 ) -> Artifact:
     """Import ``fn(*args, **kwargs)``, lower it through ``pipeline`` and compile it for ``target``.
 
     ``fn`` is an ``nn.Module`` or a function; arguments follow ``torch.export.export``
     (``dynamic_shapes`` too). Python scalars among the arguments are baked into the program.
+    ``target`` may name several devices (``"cpu+vulkan"``); ``device`` picks the one to run on.
+    ``cache``: the compile cache (`lowerkit.cache`; on by default, ``False`` turns it off, a
+    folder or a `CompileCache` puts it elsewhere); dumps and instruments bypass it.
     """
     target = Target.parse(target)
     pipe = resolve_pipeline(pipeline)
@@ -56,12 +62,15 @@ def compile(
     dump = dump_dir if isinstance(dump_dir, DumpInstrument) else (
         DumpInstrument(dump_dir) if dump_dir is not None else None)
     if dump is None:
-        return _compile(fn, args, kwargs, target, pipe, dynamic_shapes, None, instruments, iree_flags)
+        store = resolve_cache(cache) if not instruments else None
+        return _compile(fn, args, kwargs, target, pipe, dynamic_shapes, None, instruments, iree_flags,
+                        store, device)
     instruments.append(dump)
     title = getattr(type(fn), "__name__", None) if isinstance(fn, torch.nn.Module) else None
     title = title or getattr(fn, "__name__", "program")
     try:
-        art = _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags)
+        art = _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags,
+                       None, device)
     except LowerkitError as e:
         report.write_report(dump.directory, dump.entries, title=title, target=target.name, error=str(e))
         dump.clean_staging()
@@ -70,10 +79,19 @@ def compile(
     return art
 
 
-def _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags):
+def _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags,
+             store=None, device=None):
     imported = import_program(fn, args, kwargs, dynamic_shapes)
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
+    if store is not None:
+        return store.lookup_or_compile(
+            imported, pipe, target, iree_flags, device,
+            lambda: _lower(imported, records, target, pipe, dump, instruments, iree_flags, device))
+    return _lower(imported, records, target, pipe, dump, instruments, iree_flags, device)
+
+
+def _lower(imported, records, target, pipe, dump, instruments, iree_flags, device):
     if dump is not None:
         dump.write("fx-graph", imported.fx_code(), suffix=".py", kind="fx-graph",
                    build="torch", ops=fx_op_histogram(imported.exported))
@@ -90,6 +108,6 @@ def _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, 
     records.append(StageRecord(compiler.STAGE, Build.IREE, serialise + result.seconds, Counter()))
     if dump is not None:
         dump.add_compile(result)
-    art = Artifact(result.vmfb, target, imported.signature, records)
+    art = Artifact(result.vmfb, target, imported.signature, records, device)
     art.compile_stats = compiler.statistics(result)
     return art

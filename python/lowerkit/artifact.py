@@ -30,6 +30,8 @@ class Artifact:
 
     # what IREE made: per-phase times and ops, dispatches, sizes (`compiler.statistics`)
     compile_stats: dict | None = None
+    # True when the compile cache returned this artifact instead of compiling (`lowerkit.cache`)
+    cache_hit: bool = False
 
     def __init__(
         self,

@@ -1,0 +1,242 @@
+"""Compile cache: a compiled artifact found again by everything that went into it.
+
+The key is a hash of the imported program's bytecode (with its constants: two programs that
+differ only in a weight never share an entry), the call signature, the pipeline (each stage's
+kind, name and pass text or Python source), the target, the extra flags, and the versions of
+torch, torch-mlir, IREE and lowerkit. Entries are written atomically (temporary file, then
+rename), carry a checksum (a corrupted entry is dropped and recompiled), and a per-key file
+lock makes concurrent processes compile a program once and share it.
+
+The cache is on by default in ``$LOWERKIT_CACHE_DIR`` (else ``$XDG_CACHE_HOME/lowerkit`` or
+``~/.cache/lowerkit``); ``LOWERKIT_CACHE_DIR=off`` or ``lowerkit.compile(..., cache=False)``
+turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import inspect
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+if TYPE_CHECKING:
+    from .artifact import Artifact
+    from .pipeline import Pipeline
+    from .signature import CallSignature
+    from .target import Target
+
+ENV = "LOWERKIT_CACHE_DIR"
+KEY_FORMAT = 1                   # bump when the key's recipe changes
+_MAGIC = b"lowerkit-cache-entry 1\n"
+_OFF = {"0", "off", "false", "no", "none"}
+
+
+def default_directory() -> Path | None:
+    """Where the cache lives unless the API says otherwise; None when turned off."""
+    env = os.environ.get(ENV)
+    if env is not None and env.strip().lower() in _OFF:
+        return None
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "lowerkit"
+
+
+def toolchain_versions() -> dict[str, str]:
+    """Versions of everything whose change may change the compiled code."""
+    from importlib import metadata
+
+    from . import __version__
+
+    out = {"lowerkit": __version__}
+    for dist in ("torch", "torch-mlir", "iree-base-compiler"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "unknown"
+    return out
+
+
+def pipeline_fingerprint(pipeline: "Pipeline") -> list:
+    """Each leaf stage as its kind, name, build and contents (pass text, Python source)."""
+    stages = []
+    for stage in pipeline.leaf_stages():
+        fields = {k: _describe(v) for k, v in sorted(vars(stage).items()) if not k.startswith("_")}
+        stages.append([type(stage).__module__, type(stage).__qualname__, fields])
+    return stages
+
+
+def _describe(value: Any) -> Any:
+    """A stable text for a stage's field: source code for functions, values for the rest."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if hasattr(value, "value") and type(value).__module__.startswith("lowerkit"):
+        return str(value.value)  # enums such as Build
+    if callable(value):
+        target = getattr(value, "__func__", value)
+        try:
+            return inspect.getsource(target)
+        except (OSError, TypeError):
+            return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+    if isinstance(value, (list, tuple)):
+        return [_describe(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _describe(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    return repr(value)
+
+
+def cache_key(
+    ir_bytecode: bytes,
+    signature: "CallSignature",
+    pipeline: "Pipeline",
+    target: "Target",
+    flags: Sequence[str] = (),
+) -> str:
+    """The hex digest naming one compilation."""
+    recipe = {
+        "key_format": KEY_FORMAT,
+        "signature": signature.to_json(),
+        "pipeline": pipeline_fingerprint(pipeline),
+        "target": target.to_json(),
+        "flags": list(flags),
+        "versions": toolchain_versions(),
+    }
+    h = hashlib.sha256()
+    h.update(json.dumps(recipe, sort_keys=True, default=repr).encode())
+    h.update(b"\0ir\0")
+    h.update(ir_bytecode)
+    return h.hexdigest()
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    corrupt: int = 0
+    stores: int = 0
+
+
+class CompileCache:
+    """A folder of compiled artifacts named by `cache_key`."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+        self.stats = CacheStats()
+
+    def path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.lkc"
+
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        """Held while one process looks up and compiles ``key``; others wait, then hit."""
+        path = self.path(key).with_suffix(".lock")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a+b") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def get(self, key: str, device: str | None = None) -> "Artifact | None":
+        """The stored artifact, or None when absent or corrupted (a corrupted one is removed)."""
+        from .artifact import Artifact
+
+        path = self.path(key)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            self.stats.misses += 1
+            return None
+        payload = _verified_payload(data)
+        if payload is not None:
+            try:
+                art = Artifact.load(io.BytesIO(payload), device)
+            except Exception:
+                payload = None
+        if payload is None:
+            self.stats.corrupt += 1
+            self.stats.misses += 1
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            return None
+        self.stats.hits += 1
+        art.cache_hit = True
+        return art
+
+    def put(self, key: str, artifact: "Artifact") -> Path | None:
+        """Store atomically; None when the artifact cannot be saved (a signature with values
+        JSON cannot hold)."""
+        if not artifact.signature.json_safe():
+            return None
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        try:
+            artifact.save(tmp)
+            payload = Path(tmp).read_bytes()
+            digest = hashlib.sha256(payload).hexdigest().encode()
+            with open(tmp, "wb") as f:
+                f.write(_MAGIC + digest + b"\n" + payload)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        self.stats.stores += 1
+        return path
+
+    def lookup_or_compile(self, imported: Any, pipeline: "Pipeline", target: "Target",
+                          flags: Sequence[str], device: str | None,
+                          compile: Callable[[], "Artifact"]) -> "Artifact":
+        """The cached artifact for this program, or ``compile()``'s, stored for next time."""
+        from .bridge import to_bytecode
+
+        key = cache_key(to_bytecode(imported.module), imported.signature, pipeline, target, flags)
+        with self.lock(key):
+            hit = self.get(key, device)
+            if hit is not None:
+                return hit
+            art = compile()
+            self.put(key, art)
+            return art
+
+    def clear(self) -> None:
+        for p in self.directory.glob("*/*.lkc"):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+
+    def __repr__(self) -> str:
+        return f"CompileCache({str(self.directory)!r})"
+
+
+def _verified_payload(data: bytes) -> bytes | None:
+    header = len(_MAGIC) + 65
+    if not data.startswith(_MAGIC) or len(data) < header:
+        return None
+    digest, payload = data[len(_MAGIC):header - 1], data[header:]
+    if hashlib.sha256(payload).hexdigest().encode() != digest:
+        return None
+    return payload
+
+
+def resolve_cache(cache: "CompileCache | str | os.PathLike | bool | None") -> CompileCache | None:
+    """The API's ``cache=`` argument: None/True for the default place, False for none, a folder
+    or a `CompileCache`."""
+    if isinstance(cache, CompileCache):
+        return cache
+    if cache is False:
+        return None
+    if cache is None or cache is True:
+        directory = default_directory()
+        return None if directory is None else CompileCache(directory)
+    return CompileCache(cache)
