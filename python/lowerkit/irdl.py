@@ -67,13 +67,30 @@ def fused() -> IRDLDialect:
     return builtin_dialect("fused")
 
 
-def load_dialect(context: Any, name: str) -> IRDLDialect:
-    """Load the registered dialect ``name`` into a torch-mlir context (idempotent)."""
+def load_dialect(context: Any, name: str) -> IRDLDialect | None:
+    """Load dialect ``name`` into ``context`` (idempotent): a registered IRDL dialect, or one
+    the build itself has (ops created from Python need their dialect loaded, not only known).
+    """
     from .registry import dialects
 
-    dialect = dialects.get(name)
-    dialect.load(context)
-    return dialect
+    if name in dialects:
+        dialect = dialects.get(name)
+        dialect.load(context)
+        return dialect
+    if not context.is_dialect_loaded(name):
+        if name == "torch_c":  # not in the Python registry: a pass that depends on it loads it
+            _load_by_pass(context, "torch-func-backend-type-conversion")
+        else:
+            context.dialects[name]
+    return None
+
+
+def _load_by_pass(context: Any, pass_name: str) -> None:
+    from torch_mlir import ir, passmanager
+
+    with context:
+        empty = ir.Module.parse("module {}", context)
+        passmanager.PassManager.parse(f"builtin.module({pass_name})").run(empty.operation)
 
 
 def load_dialects(context: Any, names: Iterable[str]) -> None:

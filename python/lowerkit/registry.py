@@ -73,7 +73,11 @@ class Registry(Generic[T]):
 
 pipelines: Registry = Registry(
     "pipelines",
-    {"torch-to-linalg": "lowerkit.pipelines.torch_to_linalg:build_pipeline"},
+    {
+        "torch-to-linalg": "lowerkit.pipelines.torch_to_linalg:build_pipeline",
+        "torch-to-linalg-fused": "lowerkit.pipelines.fused_ops:build_pipeline",
+        "stage-kinds": "lowerkit.pipelines.stage_kinds:build_pipeline",
+    },
 )
 
 # Python passes (and other single stages) by kebab-case name; a factory takes the pass's

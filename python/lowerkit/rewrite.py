@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any, Callable, Sequence
 
 from .build import Build
+from .irdl import load_dialects
 from .stage import Stage, _check_name
 
 
@@ -50,10 +51,13 @@ class GreedyRewriteStage(Stage):
     build: Build = Build.TORCH_MLIR
     max_iterations: int | None = None
 
+    dialects: Sequence[str] = ()  # IRDL dialects (by name) loaded before the stage runs
+
     def __post_init__(self):
         _check_name(self.name)
 
     def apply(self, module: Any) -> Any:
+        load_dialects(module.context, self.dialects)
         rw = rewrite_module(self.build)
         patterns = rw.RewritePatternSet()
         for p in self.patterns:
@@ -82,10 +86,13 @@ class ConversionStage(Stage):
     build: Build = Build.TORCH_MLIR
     type_conversions: Sequence[Callable[[Any], Any]] = ()
 
+    dialects: Sequence[str] = ()  # IRDL dialects (by name) loaded before the stage runs
+
     def __post_init__(self):
         _check_name(self.name)
 
     def apply(self, module: Any) -> Any:
+        load_dialects(module.context, self.dialects)
         rw = rewrite_module(self.build)
         target = rw.ConversionTarget()
         for name in self.legal:
@@ -93,15 +100,21 @@ class ConversionStage(Stage):
         for name in self.illegal:
             (target.add_illegal_op if "." in name else target.add_illegal_dialect)(name)
         converter = rw.TypeConverter()
-        converter.add_conversion(lambda t: t)  # identity first, user conversions win
-        for conv in self.type_conversions:
+        # The binding does not keep conversion callables alive: hold them for the whole run.
+        conversions = [_identity_type, *self.type_conversions]  # identity first: later ones win
+        for conv in conversions:
             converter.add_conversion(conv)
         patterns = rw.RewritePatternSet()
         for p in self.patterns:
             patterns.add_conversion(p.root, p.fn, converter, p.benefit)
         run = rw.apply_partial_conversion if self.partial else rw.apply_full_conversion
         run(module.operation, target, patterns.freeze())
+        del conversions
         return module
+
+
+def _identity_type(t: Any) -> Any:
+    return t
 
 
 @dataclass(repr=False)
@@ -115,6 +128,8 @@ class PDLStage(Stage):
     constraints: dict[str, Callable] = field(default_factory=dict)
     build: Build = Build.TORCH_MLIR
 
+    dialects: Sequence[str] = ()  # IRDL dialects (by name) loaded before the stage runs
+
     def __post_init__(self):
         _check_name(self.name)
 
@@ -127,6 +142,7 @@ class PDLStage(Stage):
         return self.build.ir.Module.parse(source, context)
 
     def apply(self, module: Any) -> Any:
+        load_dialects(module.context, self.dialects)
         rw = rewrite_module(self.build)
         pdl = rw.PDLModule(self.pdl_module(module.context))
         for name, fn in self.rewrites.items():

@@ -10,10 +10,11 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .build import Build
 from .errors import StageError
+from .irdl import load_dialects
 from .stage import Stage, _check_name
 
 
@@ -25,6 +26,8 @@ class TransformStage(Stage):
     script: "str | Path | Callable[[Any], Any]"
     entry: str = "__transform_main"
     build: Build = Build.TORCH_MLIR
+
+    dialects: Sequence[str] = ()  # IRDL dialects (by name) loaded before the stage runs
 
     def __post_init__(self):
         _check_name(self.name)
@@ -38,6 +41,7 @@ class TransformStage(Stage):
         return self.build.ir.Module.parse(source, context)
 
     def apply(self, module: Any) -> Any:
+        load_dialects(module.context, self.dialects)
         pkg = "torch_mlir" if self.build is Build.TORCH_MLIR else "iree.compiler"
         interpreter = importlib.import_module(f"{pkg}.dialects.transform.interpreter")
         script = self.script_module(module.context)
