@@ -7,6 +7,7 @@ test and change from Python.
 
 from .api import compile, resolve_pipeline
 from .artifact import Artifact
+from .cache import CompileCache
 from .build import Build, op_histogram
 from .dump import DumpInstrument
 from .errors import (
@@ -25,12 +26,13 @@ from . import registry
 from .registry import Registry
 from .signature import CallSignature, Constant, TensorSpec
 from .stage import FunctionStage, PassPipelineStage, PythonPassStage, Stage
+from .runtime import DeviceTensor
 from .target import Target
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Artifact", "Build", "CallSignature", "Constant", "DumpInstrument", "FunctionStage",
+    "Artifact", "CompileCache", "DeviceTensor", "Build", "CallSignature", "Constant", "DumpInstrument", "FunctionStage",
     "ImportedProgram", "IngressError", "InputError", "Instrument", "Lowering", "LowerkitError",
     "OpDiagnostic", "PassPipelineStage", "Pipeline", "PythonPassStage", "Registry",
     "RegistryError", "Stage", "StageError", "StageRecord", "Target", "TargetError",

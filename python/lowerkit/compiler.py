@@ -26,6 +26,15 @@ from .target import Target
 
 STAGE = "iree-compile"
 
+# A hung or runaway iree-compile is stopped after this long (seconds); big models on few cores
+# take minutes, never an hour. LOWERKIT_COMPILE_TIMEOUT overrides it (0: no limit).
+DEFAULT_TIMEOUT = 1800.0
+
+
+def default_timeout() -> float | None:
+    value = float(os.environ.get("LOWERKIT_COMPILE_TIMEOUT", DEFAULT_TIMEOUT))
+    return value if value > 0 else None
+
 # IREE's compilation phases, in order (iree-compile --compile-to=...).
 PHASES = (
     "input", "abi", "preprocessing", "global-optimization", "dispatch-creation", "flow",
@@ -198,6 +207,8 @@ def compile_to_vmfb(
         started_ns = time.time_ns()
         start = time.perf_counter()
         try:
+            if timeout is None:
+                timeout = default_timeout()
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise _failure(bytecode, replay, f"timed out after {timeout}s", "") from None
