@@ -6,10 +6,18 @@ The stages, in torch-mlir's MLIR build:
    (`lowerkit.custom_op_lowering`); a model without custom ops is left as it is;
 1. ``rewrite-bool-mask-index-put``: ``y[mask] = scalar`` as ``where`` (IREE cannot compile the
    nonzero-based form torch-mlir produces);
-2. ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
+2. ``rewrite-unit-window-pooling``: 1x1-window pooling as a strided slice (IREE miscompiles it);
+3. ``trim-conv-overhang``: explicit padding for convolutions whose window overhangs the input
+   (IREE rejects them);
+4. ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
    shapes and dtypes refined, ops decomposed to those the backends accept);
-3. ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
-   which IREE takes as input.
+5. ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
+   which IREE takes as input;
+6. ``fold-empty-contractions``: a matmul over a zero-length dimension is its zero init
+   (iree-compile crashes on it).
+
+The fixes are lowerkit's own Python passes (python/lowerkit/passes/), each for a defect of
+IREE 3.13 met in real models; test/python/test_defects.py holds their regression tests.
 
 Run it as a script on a model factory to print every stage:
 
@@ -22,9 +30,15 @@ import sys
 
 from lowerkit import PassPipelineStage, Pipeline, PythonPassStage
 from lowerkit.custom_ops import lower_custom_ops
-from lowerkit.passes import bool_mask_index_put
+from lowerkit.passes import (bool_mask_index_put, conv_overhang, empty_contractions,
+                             unit_window_pooling)
 
 NAME = "torch-to-linalg"
+
+
+def _python_pass(module) -> PythonPassStage:
+    """A stage of one of lowerkit's pass modules (``NAME``, ``run`` and a docstring)."""
+    return PythonPassStage(module.NAME, module.run, description=module.__doc__.splitlines()[0])
 
 
 def build_pipeline() -> Pipeline:
@@ -32,8 +46,7 @@ def build_pipeline() -> Pipeline:
         NAME,
         [
             lower_custom_ops(),
-            PythonPassStage(bool_mask_index_put.NAME, bool_mask_index_put.run,
-                            description=bool_mask_index_put.__doc__.splitlines()[0]),
+            *(_python_pass(p) for p in (bool_mask_index_put, unit_window_pooling, conv_overhang)),
             PassPipelineStage(
                 "torch-backend-contract",
                 "func.func(torch-match-quantized-custom-ops),"
@@ -43,6 +56,7 @@ def build_pipeline() -> Pipeline:
                 "linalg-on-tensors",
                 "torch-backend-to-linalg-on-tensors-backend-pipeline",
             ),
+            _python_pass(empty_contractions),
         ],
         description="raw torch -> torch backend contract -> linalg on tensors",
     )
