@@ -81,6 +81,11 @@ class Stage:
             )
 
     def failure(self, backup: Any, diagnostics: list[OpDiagnostic], summary: str) -> StageError:
+        from .coverage import offending_ops  # every failing op of this stage, not only the first
+
+        every = offending_ops(self, backup, diagnostics)
+        if every is not diagnostics:
+            diagnostics, summary = every, _summary(None, every)
         path = save_reproducer(self.name, module_asm(backup, elide=False, debug_info=True))
         return StageError(self.name, summary, diagnostics, path, self.replay_command(path))
 

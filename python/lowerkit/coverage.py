@@ -1,0 +1,204 @@
+"""Coverage: every op a pipeline cannot lower, found at once instead of one failure at a time.
+
+MLIR's dialect conversion stops at the first illegal op, so a model with three unsupported
+ops would fail three times in a row. Here a stage that fails is re-run on a copy of its input
+from which the ops it reported are taken out (an op whose result has the type of one of its
+operands is bypassed: its uses get that operand), until the stage passes or nothing more can
+be taken out. Every instance of a reported op kind is listed, each with the user's source line.
+This serves ``lowerkit check`` and the errors of `Stage` (see `offending_ops`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .build import Build, source_location
+from .errors import LowerkitError, OpDiagnostic, StageError
+
+MAX_ROUNDS = 16
+_TORCH_QUALNAME = re.compile(r"'(\w+)::(\w+)'")
+_scanning: contextvars.ContextVar = contextvars.ContextVar("lowerkit_coverage_scan", default=False)
+
+
+@dataclass
+class UnsupportedOp:
+    """One op instance a stage could not handle."""
+
+    op: str            # the op's kind: its name, or the name a torch.operator stands for
+    stage: str
+    location: str | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.location or '<unknown location>'}: '{self.op}' ({self.stage}): {self.message}"
+
+
+@dataclass
+class CoverageReport:
+    """What ``check`` found: unsupported ops and the stages that ran."""
+
+    unsupported: list[UnsupportedOp] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)
+    stopped_at: str | None = None  # a stage that failed for a reason that could not be bypassed
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.unsupported and self.stopped_at is None
+
+    def table(self, title: str = "ops the pipeline cannot lower"):
+        from rich.table import Table
+
+        table = Table(title=title)
+        for col in ("#", "op", "stage", "source", "why"):
+            table.add_column(col, overflow="fold")
+        for i, u in enumerate(self.unsupported, 1):
+            table.add_row(str(i), u.op, u.stage, u.location or "-", u.message)
+        return table
+
+
+def op_kind(op: Any) -> str:
+    """An op's name, or for torch-mlir's opaque ``torch.operator`` the op it stands for."""
+    if op.name == "torch.operator" and "name" in op.attributes:
+        return op.attributes["name"].value
+    return op.name
+
+
+def ops_of_kinds(module: Any, kinds: set[str]) -> list[Any]:
+    found = []
+    advance = Build.of(module).ir.WalkResult.ADVANCE
+
+    def visit(op):
+        if op_kind(op) in kinds:
+            found.append(op)
+        return advance
+
+    module.operation.walk(visit)
+    return found
+
+
+def _bypass(ops: list[Any]) -> bool:
+    """Take ops out of their module, each replaced by an operand of its result's type."""
+    for op in ops:
+        if len(op.results) != 1:
+            return False
+        same = [v for v in op.operands if v.type == op.results[0].type]
+        if not same:
+            return False
+        op.results[0].replace_all_uses_with(same[0])
+        op.erase()
+    return True
+
+
+def _kind_named(d: OpDiagnostic) -> str | None:
+    """The op kind a diagnostic is about: its op, or a PyTorch ``ns::name`` it quotes."""
+    if d.op:
+        return d.op
+    m = _TORCH_QUALNAME.search(d.message)
+    return f"torch.{m.group(1)}.{m.group(2)}" if m else None
+
+
+def _instances(stage: str, module: Any, diagnostics: list[OpDiagnostic]) -> list[UnsupportedOp]:
+    """Every instance of the op kinds the diagnostics name, each with its own source line."""
+    diagnostics = [OpDiagnostic(d.message, _kind_named(d), d.location) for d in diagnostics]
+    messages = {d.op: d.message for d in diagnostics if d.op}
+    out = []
+    for op in ops_of_kinds(module, set(messages)):
+        kind = op_kind(op)
+        out.append(UnsupportedOp(kind, stage, source_location(op.location), _first_line(messages[kind])))
+    for d in diagnostics:
+        if not d.op or d.op not in {u.op for u in out}:
+            out.append(UnsupportedOp(d.op or "?", stage, d.location, _first_line(d.message)))
+    return out
+
+
+def _first_line(message: str) -> str:
+    return message.split(": %", 1)[0].splitlines()[0][:200]
+
+
+def scan_stage(stage: Any, module: Any, first: StageError | None = None) -> tuple[Any, list[UnsupportedOp], StageError | None]:
+    """Run ``stage`` on a copy of ``module``, bypassing reported ops until it passes.
+
+    Returns the stage's output (None if it never passed), every unsupported op found, and the
+    last error when it stopped on something it could not bypass.
+    """
+    token = _scanning.set(True)
+    try:
+        found: list[UnsupportedOp] = []
+        pristine = _clone(module)  # the stage's input, less the ops taken out so far
+        error = first
+        for _ in range(MAX_ROUNDS):
+            if error is None:
+                try:
+                    return stage(_clone(pristine)), found, None
+                except StageError as e:
+                    error = e
+            new = _instances(stage.name, pristine, error.diagnostics)
+            kinds = {u.op for u in new if u.op != "?"}
+            found += [u for u in new if str(u) not in {str(f) for f in found}]
+            if not kinds or not _bypass(ops_of_kinds(pristine, kinds)):
+                return None, found, error
+            error = None
+        return None, found, error
+    finally:
+        _scanning.reset(token)
+
+
+def offending_ops(stage: Any, module: Any, diagnostics: list[OpDiagnostic]) -> list[OpDiagnostic]:
+    """For a failed stage: its diagnostics plus every other op of this stage that also fails."""
+    if _scanning.get() or not any(_kind_named(d) for d in diagnostics):
+        return diagnostics
+    try:
+        _, found, _ = scan_stage(stage, module)
+    except Exception:  # the original error matters more than a failed scan
+        return diagnostics
+    out = [OpDiagnostic(u.message, u.op, u.location) for u in found]
+    return out or diagnostics
+
+
+def check_program(module: Any, pipeline: Any, *, target: Any = None) -> CoverageReport:
+    """All the ops of ``module`` (torch dialect) that ``pipeline`` (and IREE, given a target)
+    cannot lower, with their source lines."""
+    from . import bridge, compiler
+    from .pipeline import _Crossing
+
+    report = CoverageReport()
+    current = module
+    for stage in pipeline.leaf_stages():
+        if stage.build is Build.IREE and Build.of(current) is Build.TORCH_MLIR:
+            current = _Crossing()(current)
+        try:
+            current = stage(_clone(current))
+            report.passed.append(stage.name)
+            continue
+        except StageError as e:
+            result, found, error = scan_stage(stage, current, e)
+        report.unsupported += found
+        if result is None:
+            report.stopped_at = stage.name
+            if error is not None:
+                report.errors.append(str(error))
+            return report
+        current = result
+    if target is not None and not report.unsupported:
+        try:
+            compiler.compile_to_vmfb(bridge.to_bytecode(current), target)
+            report.passed.append(compiler.STAGE)
+        except StageError as e:
+            report.unsupported += [UnsupportedOp(d.op or "?", compiler.STAGE, d.location,
+                                                 _first_line(d.message)) for d in e.diagnostics if d.op]
+            if not any(d.op for d in e.diagnostics):
+                report.stopped_at = compiler.STAGE
+                report.errors.append(str(e))
+    return report
+
+
+def _clone(module: Any) -> Any:
+    """A new module of the same build holding a copy of ``module`` (a Module or its op)."""
+    op = module.operation
+    ir = Build.TORCH_MLIR.ir if type(op).__module__.startswith("torch_mlir") else Build.IREE.ir
+    with op.context:
+        return ir.Module.parse(op.get_asm(enable_debug_info=True, print_generic_op_form=True))
