@@ -10,6 +10,8 @@ import sys
 COMMANDS = {
     "run": "Compile a model from FILE.py:FACTORY, run it, and check it against eager PyTorch.",
     "lower": "Print a model's IR after a pipeline (or after one stage of it).",
+    "dump": "Write every stage, IREE phase and executable of a model, with an HTML report.",
+    "check": "List every op of a model that the pipeline cannot lower, with its source line.",
 }
 
 
