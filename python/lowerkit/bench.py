@@ -1,0 +1,215 @@
+"""Benchmarks: eager PyTorch, torch.compile (Inductor) and lowerkit on one model, in one process.
+
+The three run interleaved (round after round, each contender in turn) and warm, so that the
+noise of a shared machine falls on all of them alike; each sample times a batch of calls
+long enough to be well above the clock's resolution. Reported: median time per call with the
+interquartile spread, ratios against eager and torch.compile, compile time cold and cached,
+and the peak resident memory added while each contender runs (Linux's VmHWM, reset before
+each). A GEMM line relates achieved GFLOP/s to this machine's measured matmul peak.
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import math
+import statistics
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+CONTENDERS = ("eager", "torch.compile", "lowerkit")
+
+
+@dataclass
+class Timing:
+    """Per-call times of one contender (seconds), from interleaved samples."""
+
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples) if self.samples else math.nan
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range relative to the median (0.05 = ±5 % band)."""
+        if len(self.samples) < 4:
+            return math.nan
+        q = statistics.quantiles(self.samples, n=4)
+        return (q[2] - q[0]) / self.median
+
+
+@dataclass
+class BenchResult:
+    """One model's benchmark: per-contender timing, compile times, memory, and errors."""
+
+    model: str
+    timings: dict[str, Timing] = field(default_factory=dict)
+    compile_cold: dict[str, float] = field(default_factory=dict)
+    compile_cached: dict[str, float] = field(default_factory=dict)
+    peak_memory_mb: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    flops: float | None = None   # per call, when known (the GEMM line)
+
+    def median(self, name: str) -> float:
+        t = self.timings.get(name)
+        return t.median if t else math.nan
+
+    def speedup(self, name: str, baseline: str) -> float:
+        """How many times faster ``name`` is than ``baseline`` (>1 is faster)."""
+        return self.median(baseline) / self.median(name)
+
+    def to_json(self) -> dict:
+        return {
+            "model": self.model,
+            "median_ms": {k: t.median * 1e3 for k, t in self.timings.items()},
+            "spread": {k: t.spread for k, t in self.timings.items()},
+            "samples_ms": {k: [s * 1e3 for s in t.samples] for k, t in self.timings.items()},
+            "lowerkit_vs_eager": self.speedup("lowerkit", "eager"),
+            "lowerkit_vs_torch_compile": self.speedup("lowerkit", "torch.compile"),
+            "compile_cold_s": self.compile_cold,
+            "compile_cached_s": self.compile_cached,
+            "peak_memory_mb": self.peak_memory_mb,
+            "errors": self.errors,
+            "gflops": {k: self.flops / t.median / 1e9 for k, t in self.timings.items()}
+            if self.flops else None,
+        }
+
+
+# -- memory ------------------------------------------------------------------------------------
+def _status_kb(field_name: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _peak_added_mb(run: Callable[[], Any]) -> float | None:
+    """Peak RSS growth (MiB) while ``run`` runs: VmHWM reset via clear_refs, then read back."""
+    gc.collect()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return None
+    base = _status_kb("VmRSS")
+    run()
+    peak = _status_kb("VmHWM")
+    return None if base is None or peak is None else max(0.0, (peak - base) / 1024)
+
+
+# -- contenders --------------------------------------------------------------------------------
+def _compile_lowerkit(model, args, kwargs, target: str, cached: bool):
+    import lowerkit
+
+    options = {}
+    if "cache" in inspect.signature(lowerkit.compile).parameters:
+        options["cache"] = cached
+    return lowerkit.compile(model, args, kwargs, target=target, **options)
+
+
+def prepare(model, args, kwargs, target: str, result: BenchResult,
+            contenders: tuple[str, ...] = CONTENDERS) -> dict[str, Callable[[], Any]]:
+    """Compile every contender (timing cold and cached compiles); return zero-arg callables."""
+    calls: dict[str, Callable[[], Any]] = {}
+    if "eager" in contenders:
+        def eager():
+            with torch.inference_mode():
+                return model(*args, **kwargs)
+        calls["eager"] = eager
+    if "torch.compile" in contenders:
+        try:
+            import torch._dynamo
+
+            for label in ("cold", "cached"):
+                torch._dynamo.reset()
+                compiled = torch.compile(model)
+                start = time.perf_counter()
+                with torch.inference_mode():
+                    compiled(*args, **kwargs)
+                getattr(result, f"compile_{label}")["torch.compile"] = time.perf_counter() - start
+
+            def inductor():
+                with torch.inference_mode():
+                    return compiled(*args, **kwargs)
+            calls["torch.compile"] = inductor
+        except Exception as e:  # noqa: BLE001 - a contender that cannot run is reported
+            result.errors["torch.compile"] = f"{type(e).__name__}: {e}"[:300]
+    if "lowerkit" in contenders:
+        try:
+            start = time.perf_counter()
+            art = _compile_lowerkit(model, args, kwargs, target, cached=False)
+            result.compile_cold["lowerkit"] = time.perf_counter() - start
+            start = time.perf_counter()
+            cached_art = _compile_lowerkit(model, args, kwargs, target, cached=True)
+            result.compile_cached["lowerkit"] = time.perf_counter() - start
+            art = cached_art
+            art(*args, **kwargs)  # opens the device
+            calls["lowerkit"] = lambda: art(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001
+            result.errors["lowerkit"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"[:300]
+    return calls
+
+
+def measure(calls: dict[str, Callable[[], Any]], result: BenchResult, *, rounds: int = 15,
+            min_sample_s: float = 0.02, max_seconds: float = 20.0) -> None:
+    """Warm up, size each sample, then take interleaved samples of every contender."""
+    per_call = {}
+    for name, fn in calls.items():
+        fn()
+        start = time.perf_counter()
+        fn()
+        per_call[name] = max(time.perf_counter() - start, 1e-7)
+        result.peak_memory_mb[name] = _peak_added_mb(lambda: [fn() for _ in range(3)])
+    reps = {n: max(1, int(min_sample_s / t)) for n, t in per_call.items()}
+    # keep the whole run under max_seconds on slow models
+    round_cost = sum(reps[n] * per_call[n] for n in calls)
+    rounds = max(5, min(rounds, int(max_seconds / max(round_cost, 1e-9))))
+    for name in calls:
+        result.timings[name] = Timing()
+    for _ in range(rounds):
+        for name, fn in calls.items():
+            n = reps[name]
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            result.timings[name].samples.append((time.perf_counter() - start) / n)
+
+
+def bench_model(name: str, model, args, kwargs=None, *, target: str = "cpu",
+                contenders: tuple[str, ...] = CONTENDERS, rounds: int = 15,
+                flops: float | None = None) -> BenchResult:
+    """Compile and measure one model with every contender."""
+    kwargs = dict(kwargs or {})
+    result = BenchResult(name, flops=flops)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        calls = prepare(model, args, kwargs, target, result, contenders)
+        measure(calls, result, rounds=rounds)
+    return result
+
+
+# -- the GEMM line -----------------------------------------------------------------------------
+def measured_peak_gflops(n: int = 2048, repeats: int = 5) -> float:
+    """This machine's float32 matmul peak as PyTorch reaches it (best of a few large GEMMs)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - start)
+    return 2 * n ** 3 / best / 1e9
+
+
+def geomean(values: list[float]) -> float:
+    values = [v for v in values if v > 0 and math.isfinite(v)]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else math.nan

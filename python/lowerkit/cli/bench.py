@@ -1,0 +1,136 @@
+"""``lowerkit bench MODEL|zoo``: eager, torch.compile and lowerkit timed in one process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="a zoo model name, FILE.py:FACTORY, or 'zoo' for the whole zoo")
+    p.add_argument("--target", default="cpu", help="lowerkit's target (default: cpu)")
+    p.add_argument("--slow", action="store_true", help="with 'zoo': include models tagged slow")
+    p.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default: 15)")
+    p.add_argument("--no-torch-compile", action="store_true", help="leave torch.compile out")
+    p.add_argument("--no-gemm", action="store_true", help="with 'zoo': leave the GEMM line out")
+    p.add_argument("--gemm-size", type=int, default=1024)
+    p.add_argument("--json", default=None, metavar="FILE", help="write the results as JSON")
+
+
+def _ms(seconds: float) -> str:
+    return "-" if not math.isfinite(seconds) else f"{seconds * 1e3:.3f}"
+
+
+def _ratio(x: float) -> str:
+    if not math.isfinite(x):
+        return "-"
+    colour = "green" if x >= 1.0 else "red"
+    return f"[{colour}]{x:.2f}×"
+
+
+def main(args: argparse.Namespace) -> int:
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    from lowerkit import bench
+    from lowerkit.zoo import ZOO, models
+
+    console = Console(width=None if Console().is_terminal else 200)
+    contenders = tuple(c for c in bench.CONTENDERS
+                       if not (args.no_torch_compile and c == "torch.compile"))
+    if args.model == "zoo":
+        cases = [(m.name, m.make) for m in models(include_slow=args.slow) if "gemm" not in m.tags
+                 and "known-failure" not in m.tags]
+    elif args.model in ZOO:
+        cases = [(args.model, ZOO[args.model].make)]
+    else:
+        from ._factory import load_case
+
+        def make(spec=args.model):
+            case = load_case(spec)
+            return case.fn, case.args, case.kwargs
+        cases = [(args.model.rpartition(":")[2], make)]
+
+    results = []
+    for name, make in cases:
+        with console.status(f"bench {name}: compiling and timing {', '.join(contenders)}"):
+            model, margs, mkwargs = make()
+            results.append(bench.bench_model(name, model, margs, mkwargs, target=args.target,
+                                             contenders=contenders, rounds=args.rounds))
+        r = results[-1]
+        console.print(f"{name}: lowerkit {_ms(r.median('lowerkit'))} ms, eager "
+                      f"{_ms(r.median('eager'))} ms" + (f" [red]{r.errors}" if r.errors else ""),
+                      highlight=False)
+
+    gemm = None
+    peak = None
+    if (args.model == "zoo" and not args.no_gemm) or args.model == "gemm":
+        from lowerkit.zoo.ops import gemm as gemm_factory
+
+        n = args.gemm_size
+        with console.status(f"GEMM {n}x{n}x{n} and this machine's matmul peak"):
+            peak = bench.measured_peak_gflops()
+            model, margs = gemm_factory(n)
+            gemm = bench.bench_model(f"gemm {n}³", model, margs, target=args.target,
+                                     contenders=contenders, rounds=max(5, args.rounds // 3),
+                                     flops=2.0 * n ** 3)
+
+    table = Table(title=f"lowerkit bench → {args.target}, batch 1, {torch.get_num_threads()} "
+                        "threads (median per call, ± interquartile spread)")
+    for col in ("model", "eager ms", "torch.compile ms", "lowerkit ms", "× eager",
+                "× torch.compile", "lowerkit compile s cold/cached",
+                "inductor compile s cold/cached", "peak MiB e/tc/lk"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+
+    def row(r):
+        def t(c):
+            tm = r.timings.get(c)
+            if tm is None:
+                return "[red]failed" if c in r.errors else "-"
+            return f"{_ms(tm.median)} ±{tm.spread * 100:.0f}%"
+
+        def cc(c):
+            cold, cached = r.compile_cold.get(c), r.compile_cached.get(c)
+            return "-" if cold is None else f"{cold:.2f} / {cached:.2f}"
+
+        mem = "/".join("-" if r.peak_memory_mb.get(c) is None else f"{r.peak_memory_mb[c]:.0f}"
+                       for c in bench.CONTENDERS)
+        table.add_row(r.model, t("eager"), t("torch.compile"), t("lowerkit"),
+                      _ratio(r.speedup("lowerkit", "eager")),
+                      _ratio(r.speedup("lowerkit", "torch.compile")), cc("lowerkit"),
+                      cc("torch.compile"), mem)
+
+    for r in results:
+        row(r)
+    if len(results) > 1:
+        g_e = bench.geomean([r.speedup("lowerkit", "eager") for r in results])
+        g_c = bench.geomean([r.speedup("lowerkit", "torch.compile") for r in results])
+        table.add_section()
+        table.add_row(f"geomean ({len(results)} models)", "", "", "", _ratio(g_e), _ratio(g_c),
+                      "", "", "")
+    if gemm is not None:
+        table.add_section()
+        row(gemm)
+    console.print(table)
+    if gemm is not None:
+        parts = [f"{c} {gemm.flops / gemm.median(c) / 1e9:.1f}" for c in gemm.timings]
+        console.print(f"GEMM {args.gemm_size}³ GFLOP/s: " + ", ".join(parts) +
+                      f"; machine peak (large torch.mm) {peak:.1f} GFLOP/s → lowerkit at "
+                      f"{gemm.flops / gemm.median('lowerkit') / 1e9 / peak * 100:.0f}% of peak")
+    slower = [r.model for r in results if r.speedup("lowerkit", "eager") < 1.0]
+    if slower:
+        console.print(f"[yellow]slower than eager: {', '.join(slower)}")
+    if args.json:
+        out = {"target": args.target, "threads": torch.get_num_threads(),
+               "models": [r.to_json() for r in results],
+               "gemm": gemm.to_json() if gemm else None, "peak_gflops": peak}
+        if len(results) > 1:
+            out["geomean_vs_eager"] = bench.geomean([r.speedup("lowerkit", "eager") for r in results])
+            out["geomean_vs_torch_compile"] = bench.geomean(
+                [r.speedup("lowerkit", "torch.compile") for r in results])
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+        console.print(f"wrote {args.json}")
+    return 0 if not any(r.errors for r in results) else 1

@@ -1,0 +1,60 @@
+"""``lowerkit zoo``: run the model zoo through lowerkit and print the coverage table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("names", nargs="*", help="zoo models to check (default: all non-slow ones)")
+    p.add_argument("--target", default="cpu", help="compilation target (default: cpu)")
+    p.add_argument("--slow", action="store_true", help="include the models tagged slow")
+    p.add_argument("--list", action="store_true", help="list the zoo and exit")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    import warnings
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from lowerkit.zoo import models
+    from lowerkit.zoo.coverage import check_model
+
+    console = Console(width=None if Console().is_terminal else 160)
+    entries = models(include_slow=args.slow, names=args.names)
+    if args.list:
+        table = Table(title="lowerkit model zoo")
+        for col in ("model", "group", "tags", "factory"):
+            table.add_column(col)
+        for m in entries:
+            table.add_row(m.name, m.group, ", ".join(sorted(m.tags)), f"lowerkit.zoo.{m.factory_path}")
+        console.print(table)
+        return 0
+
+    table = Table(title=f"zoo coverage → {args.target}")
+    for col, just in (("model", "left"), ("group", "left"), ("stage reached", "left"),
+                      ("max abs error", "right"), ("compile (s)", "right"), ("note", "left")):
+        table.add_column(col, justify=just, overflow="fold")
+    results = []
+    for m in entries:
+        with console.status(f"{m.name} → {args.target}"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = check_model(m, target=args.target)
+        results.append(r)
+        stage = f"[green]{r.stage} ✓" if r.ok else f"[red]{r.stage} ✗"
+        expected = " (known)" if "known-failure" in m.tags and not r.ok else ""
+        err = "-" if r.max_abs_error is None else f"{r.max_abs_error:.2e}"
+        table.add_row(m.name, m.group, stage + expected, err, f"{r.compile_seconds:.1f}",
+                      r.message[:160])
+        console.print(f"{'✓' if r.ok else '✗'} {m.name}", highlight=False)
+    console.print(table)
+    passed = sum(r.ok for r in results)
+    console.print(f"{passed}/{len(results)} models match eager on {args.target}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([r.to_json() for r in results], f, indent=1)
+    unexpected = [r for r, m in zip(results, entries) if not r.ok and "known-failure" not in m.tags]
+    return 1 if unexpected else 0
