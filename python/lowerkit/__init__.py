@@ -26,6 +26,10 @@ from . import registry
 from .registry import Registry
 from .signature import CallSignature, Constant, TensorSpec
 from .stage import FunctionStage, PassPipelineStage, PythonPassStage, Stage
+from .rewrite import ConversionStage, GreedyRewriteStage, Pattern, PDLStage, pattern
+from .transform import TransformStage
+from .irdl import IRDLDialect, load_dialect
+from .custom_ops import custom_op_lowering
 from .runtime import DeviceTensor
 from .target import Target
 
@@ -37,4 +41,6 @@ __all__ = [
     "OpDiagnostic", "PassPipelineStage", "Pipeline", "PythonPassStage", "Registry",
     "RegistryError", "Stage", "StageError", "StageRecord", "Target", "TargetError",
     "TensorSpec", "compile", "import_program", "op_histogram", "registry", "resolve_pipeline",
+    "ConversionStage", "GreedyRewriteStage", "IRDLDialect", "PDLStage", "Pattern",
+    "TransformStage", "custom_op_lowering", "load_dialect", "pattern",
 ]

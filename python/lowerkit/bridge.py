@@ -16,8 +16,17 @@ from .errors import StageError
 CROSSING_STAGE = "bridge-to-iree"
 
 
-def to_bytecode(module: Any) -> bytes:
-    """Serialise a module of either build as MLIR bytecode."""
+def to_bytecode(module: Any, *, for_iree: bool = True) -> bytes:
+    """Serialise a module of either build as MLIR bytecode.
+
+    Bytecode is what IREE receives, so a torch-mlir module is first checked for ops of custom
+    (IRDL) dialects, which IREE cannot read: a StageError names each one left
+    (``for_iree=False`` skips the check, for dumps of intermediate modules).
+    """
+    if for_iree and Build.of(module) is Build.TORCH_MLIR:
+        from .irdl import check_no_custom_ops
+
+        check_no_custom_ops(module, CROSSING_STAGE)
     buf = io.BytesIO()
     module.operation.write_bytecode(buf)
     return buf.getvalue()
