@@ -161,8 +161,7 @@ class DumpInstrument(Instrument):
                                   "size": asm.stat().st_size})
         self.entries.append(DumpEntry(number, "iree-executables", folder, "executables", "iree",
                                       files=files))
-        self.write("module", result.vmfb, ".vmfb", kind="vmfb", build="iree",
-                   seconds=result.seconds)
+        self.write("module", result.vmfb, ".vmfb", kind="vmfb", build="iree")
         self.clean_staging()
 
     def clean_staging(self) -> None:
