@@ -50,12 +50,25 @@ _DIAG = re.compile(r"^(?P<loc>[^\n]*?):(?P<line>\d+):(?P<col>\d+): error: (?P<ms
 _OP = re.compile(r"^'([\w$.]+)' op |operation '([\w$.]+)'")
 _PHASE_FILE = re.compile(r"^.*?\.(\d+)\.([\w-]+)\.mlir$")
 # An op at the start of a line of printed MLIR: `%0 = dialect.op`, `dialect.op @sym`, `"d.op"(`.
-_TEXT_OP = re.compile(r'^\s*(?:%[^=]*?=\s*)?"?([a-z_][a-z0-9_]*\.[a-z0-9_.]+)"?(?=[\s(<{@%:"\[]|$)',
+_TEXT_OP = re.compile(r'^\s*(?:%[^=]*?=\s*)?"?([a-z_][a-z0-9_]*\.[a-z0-9_.]+)"?(?=[\s(<{@%"\[]|$)',
                       re.M)
 _BARE_RETURN = re.compile(r"^\s*return\b", re.M)
 _DISPATCH = re.compile(r"(\w+?_dispatch_\d+)")
 _MESSAGE_LIMIT = 400
 _TARGET_ATTR = re.compile(r'(#hal\.executable\.target<"[^"]*", "[^"]*"), \{.*$')
+
+
+# Flags for every target. IREE demotes f64 to f32 by default, which changes the program's
+# signature and its dtypes: a float64 program must compute and return float64, as in eager.
+COMMON_FLAGS = ("--iree-input-demote-f64-to-f32=false",)
+
+
+SYSTEM_LINKING_FLAG = "--iree-llvmcpu-link-embedded=false"
+
+
+def _needs_system_linking(stderr: str, cmd: list[str]) -> bool:
+    return ("undefined symbol" in stderr and SYSTEM_LINKING_FLAG not in cmd
+            and any("llvm-cpu" in c for c in cmd))
 
 
 def iree_compile_tool() -> str:
@@ -66,6 +79,7 @@ def iree_compile_tool() -> str:
 
 def text_op_histogram(text: str) -> Counter:
     """Op counts of printed MLIR, read from the text (the phase dumps are not re-parsed)."""
+    text = text.split("\n{-#", 1)[0]  # the resources section holds no ops
     counts = Counter(m.group(1) for m in _TEXT_OP.finditer(text))
     returns = len(_BARE_RETURN.findall(text))  # func.return prints without its dialect
     if returns:
@@ -191,7 +205,7 @@ def compile_to_vmfb(
         src.write_bytes(bytecode)
         phases = Path(phases_dir) if phases_dir is not None else Path(tmp) / "phases"
         execs = Path(executables_dir) if executables_dir is not None else Path(tmp) / "executables"
-        flags = target.compile_flags() + list(extra_flags)
+        flags = [*COMMON_FLAGS, *target.compile_flags(), *extra_flags]
         replay_flags = list(flags)
         flags.append(f"--dump-compilation-phases-to={phases}")
         if executables_dir is not None:
@@ -210,6 +224,12 @@ def compile_to_vmfb(
             if timeout is None:
                 timeout = default_timeout()
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            if proc.returncode != 0 and _needs_system_linking(proc.stderr, cmd):
+                # f64 math (sin, cos, ...) calls libm, which IREE's embedded ELF cannot link:
+                # link a system library instead, for which IREE uses the host's linker.
+                cmd.insert(-2, SYSTEM_LINKING_FLAG)
+                replay.insert(-2, SYSTEM_LINKING_FLAG)
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise _failure(bytecode, replay, f"timed out after {timeout}s", "") from None
         seconds = time.perf_counter() - start

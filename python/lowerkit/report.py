@@ -53,7 +53,7 @@ def build_index(entries: list, *, title: str, target: str | None = None,
         if e.kind == "executables":
             row["files"] = e.files
             row["dispatches"] = len({f["dispatch"] for f in e.files if f["dispatch"] != "linked"})
-        if ops:
+        if ops and e.kind != "fx-graph":  # FX names ATen ops differently: no diff
             if previous is not None:
                 row["appeared"] = sorted(set(ops) - set(previous))
                 row["disappeared"] = sorted(set(previous) - set(ops))
