@@ -1,0 +1,163 @@
+"""Failures that point somewhere: the stage, every offending op, the user's source line, and
+a reproducer with the command that replays it; ``lowerkit check`` lists all ops at once."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+import torch
+
+import lowerkit
+from lowerkit import FunctionStage, Pipeline, PythonPassStage, StageError
+from lowerkit.cli import main as cli_main
+
+HERE = Path(__file__).name
+
+
+@torch.library.custom_op("lk_fail::first", mutates_args=())
+def first(x: torch.Tensor) -> torch.Tensor:
+    return x + 1
+
+
+@first.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("lk_fail::second", mutates_args=())
+def second(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@second.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+class TwoCustomOps(torch.nn.Module):
+    def forward(self, x):
+        y = torch.ops.lk_fail.first(x)  # LINE first
+        y = torch.sin(y)
+        return torch.ops.lk_fail.second(y)  # LINE second
+
+
+class TwoUnsupportedAten(torch.nn.Module):
+    def forward(self, x):
+        y = torch.special.bessel_j0(x)  # LINE bessel
+        return torch.digamma(y + 1)  # LINE digamma
+
+
+class TwoErf(torch.nn.Module):
+    def forward(self, x):
+        a = torch.erf(x)  # LINE erf-a
+        b = a @ a.T  # a dispatch of its own between the two
+        return torch.erf(b * 3)  # LINE erf-b
+
+
+def _line(tag: str) -> str:
+    lines = inspect.getsource(inspect.getmodule(_line)).splitlines()
+    return f"{HERE}:{next(i for i, l in enumerate(lines, 1) if l.endswith(f'# LINE {tag}'))}"
+
+
+def _locations(error: StageError) -> set[str]:
+    """``file.py:line`` of each diagnostic (file names only)."""
+    out = set()
+    for d in error.diagnostics:
+        if d.location:
+            file, _, line = d.location.rpartition(":")
+            out.add(f"{Path(file).name}:{line}")
+    return out
+
+
+def _check_reproducer(error: StageError, tool: str) -> None:
+    assert error.reproducer is not None and error.reproducer.exists()
+    assert error.reproducer.suffix == ".mlir" and error.reproducer.read_text().strip()
+    assert error.command.startswith(tool) and str(error.reproducer) in error.command
+    assert str(error.reproducer) in str(error)  # the path is printed with the error
+
+
+def test_two_custom_ops_without_lowering_are_both_reported():
+    with pytest.raises(StageError) as info:
+        lowerkit.compile(TwoCustomOps(), (torch.rand(4),))
+    e = info.value
+    text = str(e)
+    assert "lk_fail::first" in text and "lk_fail::second" in text
+    assert {_line("first"), _line("second")} <= _locations(e)
+    _check_reproducer(e, "")
+
+
+def test_every_unsupported_aten_op_at_once_with_its_line():
+    with pytest.raises(StageError) as info:
+        lowerkit.compile(TwoUnsupportedAten(), (torch.rand(4),))
+    e = info.value
+    assert e.stage == "torch-backend-contract"
+    assert {d.op for d in e.diagnostics} == {"torch.aten.special_bessel_j0", "torch.aten.digamma"}
+    assert {_line("bessel"), _line("digamma")} <= _locations(e)
+    _check_reproducer(e, "torch-mlir-opt")
+
+
+def _use_erfc(module):
+    """Turn math.erf into math.erfc, which IREE's CPU backend does not lower."""
+    from torch_mlir import ir
+
+    found = []
+    module.operation.walk(lambda op: (found.append(op) if op.name == "math.erf" else None)
+                          or ir.WalkResult.ADVANCE)
+    for op in found:
+        with ir.InsertionPoint(op), op.location:
+            new = ir.Operation.create("math.erfc", results=[op.results[0].type],
+                                      operands=[op.operands[0]])
+        op.results[0].replace_all_uses_with(new.results[0])
+        op.erase()
+
+
+def test_op_iree_rejects_names_iree_compile_every_op_and_line():
+    pipe = Pipeline("erfc-for-iree", [lowerkit.resolve_pipeline(None), FunctionStage("use-erfc", _use_erfc)])
+    with pytest.raises(StageError) as info:
+        lowerkit.compile(TwoErf(), (torch.rand(4, 4),), pipeline=pipe)
+    e = info.value
+    assert e.stage == "iree-compile" and "math.erfc" in e.summary
+    erfc = [d for d in e.diagnostics if d.op == "math.erfc"]
+    assert {_line("erf-a"), _line("erf-b")} <= _locations(e) and len(erfc) == 2
+    assert all(len(d.message) < 600 for d in e.diagnostics)  # target attributes shortened
+    _check_reproducer(e, "iree-compile")
+
+
+def test_python_pass_signalling_failure(tmp_path):
+    def refuse(op, pass_):
+        pass_.signal_pass_failure()
+
+    pipe = Pipeline("refusing", [lowerkit.resolve_pipeline(None), PythonPassStage("refuse-everything", refuse)])
+    with pytest.raises(StageError) as info:
+        lowerkit.compile(TwoErf(), (torch.rand(4, 4),), pipeline=pipe, dump_dir=tmp_path)
+    e = info.value
+    assert e.stage == "refuse-everything" and "refuse-everything" in str(e)
+    _check_reproducer(e, "lowerkit-opt")
+    # the dump keeps what was done so far, the error, and an index saying it failed
+    assert any(tmp_path.glob("*-linalg-on-tensors.mlir"))
+    assert any(tmp_path.glob("*-refuse-everything.error.txt"))
+    assert "refuse-everything" in (tmp_path / "index.html").read_text()
+
+
+def test_check_lists_all_ops_with_lines(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # rich folds long op names in a narrow table
+    spec = f"{__file__}:_check_factory"
+    assert cli_main(["check", spec, "--no-iree"]) == 1
+    out = capsys.readouterr().out
+    for op in ("torch.lk_fail.first", "torch.lk_fail.second", "special_bessel_j0", "torch.aten.digamma"):
+        assert op in out, op
+    assert f"{HERE}:" in out and "4 op(s) cannot be lowered" in out
+
+
+class _Everything(torch.nn.Module):
+    def forward(self, x):
+        y = torch.ops.lk_fail.first(x)
+        y = torch.special.bessel_j0(y)
+        y = torch.digamma(y)
+        return torch.ops.lk_fail.second(y)
+
+
+def _check_factory():
+    return _Everything(), (torch.rand(4),)
