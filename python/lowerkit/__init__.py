@@ -9,6 +9,7 @@ from .api import compile, resolve_pipeline
 from .artifact import Artifact
 from .cache import CompileCache
 from .build import Build, op_histogram
+from .coverage import CoverageReport, UnsupportedOp, check_program
 from .dump import DumpInstrument
 from .errors import (
     IngressError,
@@ -36,6 +37,7 @@ from .target import Target
 __version__ = "0.1.0"
 
 __all__ = [
+    "CoverageReport", "UnsupportedOp", "check_program",
     "Artifact", "CompileCache", "DeviceTensor", "Build", "CallSignature", "Constant", "DumpInstrument", "FunctionStage",
     "ImportedProgram", "IngressError", "InputError", "Instrument", "Lowering", "LowerkitError",
     "OpDiagnostic", "PassPipelineStage", "Pipeline", "PythonPassStage", "Registry",
