@@ -248,7 +248,10 @@ def combine(*targets: Target) -> Target:
                 devices.append(device)
             else:
                 rest.append(f)
-    flags = (f"--iree-hal-target-device={','.join(devices)}", *rest)
+    # IREE 3.13's executable linking keeps only one backend's variant of a linked executable
+    # when a device has several targets; unlinked, every dispatch keeps all its variants.
+    flags = (f"--iree-hal-target-device={','.join(devices)}", *rest,
+             "--iree-hal-link-executables=false")
     return Target("+".join(t.name for t in targets), "+".join(t.backend for t in targets),
                   targets[0].driver, flags, tuple(drivers))
 

@@ -1,0 +1,88 @@
+"""Targets: names checked before IREE sees them, GPU code compiled with no GPU present."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import lowerkit
+from lowerkit.runtime import usable_drivers
+from lowerkit.target import Target, cuda, vulkan
+
+
+def _tiny():
+    return (lambda x: torch.tanh(x) * 2 + 1), (torch.randn(4, 8),)
+
+
+@pytest.mark.parametrize("spec,backend,driver", [
+    ("cpu", "llvm-cpu", "local-task"),
+    ("vulkan", "vulkan-spirv", "vulkan"),
+    ("vulkan:llvmpipe", "vulkan-spirv", "vulkan"),
+    ("cuda", "cuda", "cuda"),
+    ("cuda:sm_80", "cuda", "cuda"),
+    ("cuda:sm_90", "cuda", "cuda"),
+])
+def test_named_targets(spec, backend, driver):
+    t = Target.parse(spec)
+    assert (t.backend, t.driver) == (backend, driver)
+    assert Target.from_json(t.to_json()) == t
+
+
+@pytest.mark.parametrize("spec,words", [
+    ("tpu", ["unknown target 'tpu'", "'cpu'", "'vulkan:llvmpipe'", "'cuda:sm_90'"]),
+    ("vulkan:bogus", ["unknown Vulkan target 'vulkan:bogus'", "llvmpipe", "rdna3"]),
+    ("cuda:sm_99", ["unknown CUDA target 'cuda:sm_99'", "sm_80", "sm_90"]),
+])
+def test_unknown_names_are_python_errors_listing_valid_ones(spec, words):
+    # IREE itself aborts with a stack dump on an unknown Vulkan target: never get there.
+    with pytest.raises(lowerkit.TargetError) as e:
+        Target.parse(spec)
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_sm90_gets_its_own_device_attribute():
+    flags = cuda("sm_90").compile_flags()
+    attr = flags[0]
+    assert attr.startswith("--iree-hal-target-device=#hal.device.target<\"cuda\"")
+    assert 'arch = "sm_90"' in attr and 'features = "+ptx78"' in attr
+    assert f"max_workgroup_memory_bytes = {227 * 1024}" in attr
+    # options make a custom attribute for any sm_NN
+    custom = cuda("sm_80", ptx=80, workgroup_memory_bytes=100_000).compile_flags()[0]
+    assert '"+ptx80"' in custom and "max_workgroup_memory_bytes = 100000" in custom
+
+
+def test_target_objects_with_options():
+    t = vulkan("rdna3").with_flags("--iree-opt-level=O2")
+    assert "--iree-vulkan-target=rdna3" in t.flags and t.flags[-1] == "--iree-opt-level=O2"
+    assert Target.parse(t) is t
+
+
+def test_multi_device_target_flags():
+    t = Target.parse("cpu+vulkan:llvmpipe")
+    assert t.runtime_drivers == ("local-task", "vulkan")
+    assert t.flags[0] == "--iree-hal-target-device=local,vulkan"
+    assert Target.parse(["cpu", "vulkan:llvmpipe"]) == t
+    assert t.driver_for("vulkan") == "vulkan" and t.driver_for("cpu") == "local-task"
+    with pytest.raises(lowerkit.TargetError, match="cannot run on 'cuda'"):
+        t.driver_for("cuda")
+    with pytest.raises(lowerkit.TargetError, match="device attribute"):
+        Target.parse("cpu+cuda:sm_90")
+
+
+@pytest.mark.parametrize("spec", ["cuda:sm_80", "cuda:sm_90", "vulkan:rdna3"])
+def test_gpu_targets_compile_without_a_device(spec, tmp_path):
+    fn, args = _tiny()
+    art = lowerkit.compile(fn, args, target=spec, cache=tmp_path)
+    assert art.vmfb and art.target.name == spec
+    if art.target.driver not in usable_drivers():
+        # the device is opened at the first call, and its absence is a clear TargetError
+        with pytest.raises(lowerkit.TargetError, match=art.target.driver):
+            art(*args)
+
+
+def test_artifact_without_a_device_refuses_it(tmp_path):
+    fn, args = _tiny()
+    art = lowerkit.compile(fn, args, target="cpu", cache=tmp_path)
+    with pytest.raises(lowerkit.TargetError, match="cannot run on 'vulkan'"):
+        art.to("vulkan")
