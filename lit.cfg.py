@@ -9,7 +9,7 @@ import sys
 import lit.formats
 
 config.name = "lowerkit"
-config.test_format = lit.formats.ShTest(execute_external=True)
+config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".py"]
 config.excludes = ["Inputs", "__init__.py", "lit.cfg.py", "lit.local.cfg", "conftest.py", "Output", "__pycache__"]
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))

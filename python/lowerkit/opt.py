@@ -36,7 +36,7 @@ class Diagnostic:
     def render(self) -> str:
         where = self.file or "<unknown>"
         if self.line is not None:
-            where += f":{self.line}:{self.col or 0}"
+            where += f":{self.line}" + (f":{self.col}" if self.col is not None else "")
         return f"{where}: {self.severity}: {self.message}"
 
 

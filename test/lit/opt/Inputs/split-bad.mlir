@@ -1,0 +1,5 @@
+func.func @a() { return }
+// -----
+func.func @b() {
+  return %x : i32
+}
