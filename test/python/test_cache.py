@@ -1,0 +1,115 @@
+"""The compile cache is never wrong: constants are part of the key, corruption is caught,
+concurrent processes share one compilation, and a hit skips iree-compile."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+
+import lowerkit
+from lowerkit import compiler
+from lowerkit.cache import CompileCache, resolve_cache
+
+
+def _linear(bias_value: float = 0.0):
+    torch.manual_seed(0)
+    m = torch.nn.Linear(8, 4).eval()
+    with torch.no_grad():
+        m.bias[0] = bias_value          # the only difference between two programs
+    return m, (torch.randn(2, 8),)
+
+
+def test_programs_differing_only_in_a_constant_never_share_an_entry(tmp_path):
+    cache = CompileCache(tmp_path)
+    m1, args = _linear(0.0)
+    m2, _ = _linear(1.0)
+    a1 = lowerkit.compile(m1, args, cache=cache)
+    a2 = lowerkit.compile(m2, args, cache=cache)
+    assert not a1.cache_hit and not a2.cache_hit
+    assert cache.stats.stores == 2 and len(list(tmp_path.glob("*/*.lkc"))) == 2
+    with torch.no_grad():
+        assert torch.allclose(a1(*args), m1(*args), atol=1e-5)
+        assert torch.allclose(a2(*args), m2(*args), atol=1e-5)
+    assert not torch.allclose(a1(*args), a2(*args))
+
+
+def test_hit_skips_iree_compile(tmp_path, monkeypatch):
+    cache = CompileCache(tmp_path)
+    m, args = _linear()
+    start = time.perf_counter()
+    first = lowerkit.compile(m, args, cache=cache)
+    miss_s = time.perf_counter() - start
+
+    def refuse(*a, **k):
+        raise AssertionError("iree-compile called on a cache hit")
+
+    monkeypatch.setattr(compiler, "compile_to_vmfb", refuse)
+    start = time.perf_counter()
+    again = lowerkit.compile(m, args, cache=cache)
+    hit_s = time.perf_counter() - start
+    print(f"\ncompile {miss_s:.2f}s, cache hit {hit_s:.2f}s ({hit_s / miss_s:.0%})")
+    assert again.cache_hit and again.vmfb == first.vmfb
+    assert [r.name for r in again.records] == [r.name for r in first.records]
+    assert torch.allclose(again(*args), m(*args), atol=1e-5)
+    assert hit_s < miss_s  # loose: the hit still imports the model to compute its key
+
+
+@pytest.mark.parametrize("change", ["target", "flags", "pipeline"])
+def test_key_covers_target_flags_and_pipeline(tmp_path, change):
+    cache = CompileCache(tmp_path)
+    fn, args = (lambda x: x * 3 - 1), (torch.randn(4),)
+    lowerkit.compile(fn, args, cache=cache)
+    if change == "target":
+        art = lowerkit.compile(fn, args, cache=cache, target="cpu:x86-64")
+    elif change == "flags":
+        art = lowerkit.compile(fn, args, cache=cache, iree_flags=["--iree-opt-level=O1"])
+    else:
+        base = lowerkit.resolve_pipeline(None)
+        other = lowerkit.Pipeline("other", [*base.stages, lowerkit.PassPipelineStage("cse", "cse")])
+        art = lowerkit.compile(fn, args, cache=cache, pipeline=other)
+    assert not art.cache_hit
+
+
+def test_corrupted_entry_is_detected_and_recompiled(tmp_path):
+    cache = CompileCache(tmp_path)
+    m, args = _linear()
+    lowerkit.compile(m, args, cache=cache)
+    [entry] = tmp_path.glob("*/*.lkc")
+    data = bytearray(entry.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    art = lowerkit.compile(m, args, cache=cache)
+    assert not art.cache_hit and cache.stats.corrupt == 1
+    assert torch.allclose(art(*args), m(*args), atol=1e-5)
+    assert lowerkit.compile(m, args, cache=cache).cache_hit   # rewritten whole
+
+
+def test_location_from_environment_and_off_switch(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOWERKIT_CACHE_DIR", str(tmp_path / "c"))
+    assert resolve_cache(None).directory == tmp_path / "c"
+    assert resolve_cache(False) is None
+    monkeypatch.setenv("LOWERKIT_CACHE_DIR", "off")
+    assert resolve_cache(None) is None
+    assert resolve_cache(tmp_path).directory == tmp_path
+
+
+def test_concurrent_processes_compile_once(tmp_path):
+    script = textwrap.dedent("""
+        import torch, lowerkit
+        art = lowerkit.compile(lambda x: torch.sin(x) + 2, (torch.ones(3),))
+        assert torch.allclose(art(torch.ones(3)), torch.sin(torch.ones(3)) + 2)
+        print("HIT" if art.cache_hit else "MISS")
+    """)
+    env = {**os.environ, "LOWERKIT_CACHE_DIR": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300)[0].split()[-1] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sorted(outs) == ["HIT", "MISS"]   # the second waited for the first's entry
+    assert len(list(tmp_path.glob("*/*.lkc"))) == 1
