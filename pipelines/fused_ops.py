@@ -1,3 +1,11 @@
+# RUN: %PYTHON %s %S/../test/lit/Inputs/activations.py:gelu_silu --print-all | FileCheck %s
+# CHECK: // ----- after raise-to-fused
+# CHECK: "fused.gelu"
+# CHECK: "fused.silu"
+# CHECK: // ----- after lower-fused-to-linalg
+# CHECK-NOT: "fused.
+# CHECK: // ----- after linalg-on-tensors
+# CHECK-COUNT-3: linalg.generic
 """torch-to-linalg-fused: the default pipeline with a custom dialect in the middle.
 
 A worked example of a lowering written in Python (see README "Write your own lowering"):

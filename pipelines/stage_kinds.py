@@ -1,3 +1,11 @@
+# RUN: lowerkit-opt --pipeline=stage-kinds --print-ir-after-all %S/../test/lit/Inputs/stage_kinds.mlir 2>&1 >/dev/null | FileCheck %s
+# CHECK: IR Dump After canonicalize-cse
+# CHECK: IR Dump After erase-zero-add
+# CHECK: IR Dump After fold-double-negation
+# CHECK: IR Dump After lower-fused-to-linalg
+# CHECK: IR Dump After mark-linalg-ops
+# CHECK: lowerkit.marked
+# CHECK: IR Dump After count-ops
 """stage-kinds: one of each kind of stage, side by side in one pipeline (all in Python).
 
 - ``canonicalize-cse``: a textual MLIR pass pipeline;

@@ -1,9 +1,20 @@
+# RUN: %PYTHON %s %S/../test/lit/Inputs/activations.py:gelu_silu --print-all | FileCheck %s
+# CHECK: // ----- after lower-custom-ops
+# CHECK: torch.aten.gelu
+# CHECK: // ----- after torch-backend-contract
+# CHECK: func.func @main(%arg0: !torch.vtensor<[4,8],f32>) -> !torch.vtensor<[4,8],f32>
+# CHECK: // ----- after linalg-on-tensors
+# CHECK: func.func @main(%arg0: tensor<4x8xf32>) -> tensor<4x8xf32>
+# CHECK: math.erf
+# CHECK-NOT: torch.
 """torch-to-linalg: raw torch dialect -> torch backend contract -> linalg on tensors.
 
 The stages, in torch-mlir's MLIR build:
 
 0. ``lower-custom-ops``: user-defined PyTorch ops replaced by their Python lowerings
    (`lowerkit.custom_op_lowering`); a model without custom ops is left as it is;
+1. ``widen-unsigned``: ``uint8`` computed as ``int32`` in 0..255 (torch-mlir crashes on or
+   miscomputes ``uint8`` arithmetic, sums and sorts);
 1. ``rewrite-bool-mask-index-put``: ``y[mask] = scalar`` as ``where`` (IREE cannot compile the
    nonzero-based form torch-mlir produces);
 2. ``rewrite-unit-window-pooling``: 1x1-window pooling as a strided slice (IREE miscompiles it);
@@ -31,7 +42,7 @@ import sys
 from lowerkit import PassPipelineStage, Pipeline, PythonPassStage
 from lowerkit.custom_ops import lower_custom_ops
 from lowerkit.passes import (bool_mask_index_put, conv_overhang, empty_contractions,
-                             unit_window_pooling)
+                             unit_window_pooling, widen_unsigned)
 
 NAME = "torch-to-linalg"
 
@@ -46,7 +57,8 @@ def build_pipeline() -> Pipeline:
         NAME,
         [
             lower_custom_ops(),
-            *(_python_pass(p) for p in (bool_mask_index_put, unit_window_pooling, conv_overhang)),
+            *(_python_pass(p) for p in (widen_unsigned, bool_mask_index_put, unit_window_pooling,
+                                        conv_overhang)),
             PassPipelineStage(
                 "torch-backend-contract",
                 "func.func(torch-match-quantized-custom-ops),"

@@ -16,20 +16,26 @@ from .errors import StageError
 CROSSING_STAGE = "bridge-to-iree"
 
 
-def to_bytecode(module: Any, *, for_iree: bool = True) -> bytes:
-    """Serialise a module of either build as MLIR bytecode.
-
-    Bytecode is what IREE receives, so a torch-mlir module is first checked for ops of custom
-    (IRDL) dialects, which IREE cannot read: a StageError names each one left
-    (``for_iree=False`` skips the check, for dumps of intermediate modules).
-    """
-    if for_iree and Build.of(module) is Build.TORCH_MLIR:
-        from .irdl import check_no_custom_ops
-
-        check_no_custom_ops(module, CROSSING_STAGE)
+def to_bytecode(module: Any) -> bytes:
+    """Serialise a module of either build as MLIR bytecode."""
     buf = io.BytesIO()
     module.operation.write_bytecode(buf)
     return buf.getvalue()
+
+
+def check_for_iree(module: Any) -> None:
+    """Refuse a torch-mlir module that still holds ops of custom (IRDL) dialects: IREE cannot
+    read them, so a StageError names each one left, with its source line."""
+    if Build.of(module) is Build.TORCH_MLIR:
+        from .irdl import check_no_custom_ops
+
+        check_no_custom_ops(module, CROSSING_STAGE)
+
+
+def to_iree_bytecode(module: Any) -> bytes:
+    """The bytecode IREE receives: `to_bytecode` after `check_for_iree`."""
+    check_for_iree(module)
+    return to_bytecode(module)
 
 
 def torch_mlir_to_iree(module: Any) -> Any:
@@ -39,7 +45,7 @@ def torch_mlir_to_iree(module: Any) -> Any:
 
     if Build.of(module) is not Build.TORCH_MLIR:
         raise StageError(CROSSING_STAGE, "expected a module of torch-mlir's MLIR build")
-    data = to_bytecode(module)
+    data = to_iree_bytecode(module)
     ctx = iree_ir.Context()
     ctx.allow_unregistered_dialects = False
     try:

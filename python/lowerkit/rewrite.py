@@ -144,10 +144,12 @@ class PDLStage(Stage):
     def apply(self, module: Any) -> Any:
         load_dialects(module.context, self.dialects)
         rw = rewrite_module(self.build)
-        pdl = rw.PDLModule(self.pdl_module(module.context))
+        source = self.pdl_module(module.context)  # kept alive until the patterns have run
+        pdl = rw.PDLModule(source)
         for name, fn in self.rewrites.items():
             pdl.register_rewrite_function(name, fn)
         for name, fn in self.constraints.items():
             pdl.register_constraint_function(name, fn)
         rw.apply_patterns_and_fold_greedily(module, pdl.freeze())
+        del source
         return module
