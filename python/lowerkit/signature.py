@@ -122,9 +122,10 @@ class CallSignature:
             tensors.append(value)
         return tensors
 
-    def unflatten_outputs(self, tensors: list[torch.Tensor]) -> Any:
+    def unflatten_outputs(self, tensors: list[Any]) -> Any:
         it = iter(tensors)
-        leaves = [next(it) if isinstance(l, TensorSpec) else l.value for l in self.out_leaves]
+        leaves = [_as_dtype(next(it), l.dtype) if isinstance(l, TensorSpec) else l.value
+                  for l in self.out_leaves]
         return pytree.tree_unflatten(leaves, self.out_spec)
 
     @property
@@ -165,6 +166,16 @@ class CallSignature:
             return True
         except (TypeError, ValueError):
             return False
+
+
+def _as_dtype(t: Any, dtype: torch.dtype) -> Any:
+    """Outputs come back as eager's dtype: MLIR's integers are signless, so IREE returns an
+    ``i8`` buffer for a ``uint8`` result; the bits are the same, the type is eager's."""
+    if isinstance(t, torch.Tensor) and t.dtype != dtype:
+        if t.dtype.itemsize == dtype.itemsize and not t.dtype.is_floating_point \
+                and not dtype.is_floating_point:
+            return t.view(dtype)
+    return t
 
 
 def _shape_fits(actual: torch.Size, expected: tuple[int | str, ...], bound: dict[str, int]) -> bool:

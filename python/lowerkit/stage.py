@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from . import isolation
 from .build import Build, DiagnosticCapture, diagnostics_of, module_asm
 from .errors import LowerkitError, OpDiagnostic, StageError
 
@@ -45,6 +46,8 @@ class Stage:
 
     name: str
     build: Build
+    # Run in a forked child (see lowerkit.isolation): for stages of native passes that can crash.
+    isolated: bool = False
 
     def apply(self, module: Any) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -59,10 +62,18 @@ class Stage:
         backup = module.operation.clone()
         capture = DiagnosticCapture(module.context)
         try:
-            with module.context, capture:
-                result = self.apply(module)
+            if self.isolated and isolation.enabled() and pass_manager_hook.get() is None:
+                with module.context:
+                    result = isolation.run_isolated(self, module)
+            else:
+                with module.context, capture:
+                    result = self.apply(module)
         except LowerkitError:
             raise
+        except isolation.ChildCrashed as e:
+            raise self.failure(backup, [OpDiagnostic(
+                f"the stage {e.how} (a native crash inside MLIR, isolated from this process)")],
+                e.how) from None
         except Exception as e:
             diags = diagnostics_of(e, capture.errors)
             raise self.failure(backup, diags, _summary(e, diags)) from e
@@ -131,6 +142,7 @@ class PassPipelineStage(Stage):
     name: str
     pipeline: str
     build: Build = Build.TORCH_MLIR
+    isolated: bool = True
 
     def __post_init__(self):
         _check_name(self.name)

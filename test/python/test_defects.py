@@ -1,0 +1,114 @@
+"""Regression tests for IREE 3.13 / torch-mlir defects met in real models (issue 6).
+
+Each program gave a wrong answer, a compiler error or a crash on the plain torch-mlir -> IREE
+path; lowerkit's own stages (pipelines/torch_to_linalg.py) make it right. Every test compares
+with eager PyTorch, dtypes included.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lowerkit
+from lowerkit.numerics import compare
+
+
+def _check(fn, *args, rtol=1e-5, atol=1e-5, **kwargs):
+    art = lowerkit.compile(fn, args, kwargs)
+    result = compare(art(*args, **kwargs), fn(*args, **kwargs), rtol=rtol, atol=atol)
+    assert result.ok, result.message
+    return art
+
+
+class PoolPadCat(torch.nn.Module):
+    """relu, 1x1-window pooling with stride 2 of x and of a sliced-and-padded x, cat."""
+
+    def __init__(self, pool):
+        super().__init__()
+        self.pool = pool
+
+    def forward(self, x):
+        x = torch.relu(x)
+        a = self.pool(x, kernel_size=1, stride=2)
+        b = self.pool(F.pad(x[:, :, 1:, 1:], (0, 1, 0, 1)), kernel_size=1, stride=2)
+        return torch.cat([a, b], 1)
+
+
+@pytest.mark.parametrize("pool", [F.avg_pool2d, F.max_pool2d], ids=["avg", "max"])
+def test_unit_window_pooling_miscompile(pool):
+    torch.manual_seed(0)
+    art = _check(PoolPadCat(pool), torch.randn(4, 4, 4, 4) * 100)  # was off by up to 257
+    assert "rewrite-unit-window-pooling" in [r.name for r in art.records]
+
+
+def test_unit_window_pooling_leaves_other_windows_alone():
+    torch.manual_seed(0)
+    _check(lambda x: F.avg_pool2d(x, 2, 2) + F.max_pool2d(x, 3, 2, 1), torch.randn(1, 2, 6, 6))
+
+
+@pytest.mark.parametrize("size, padding", [(2, 1), (3, 0), (5, 2), (1, 1)])
+def test_strided_conv_window_overhangs_tiny_input(size, padding):
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(4, 4, 3, stride=2, padding=padding).eval()
+    with torch.no_grad():
+        _check(conv, torch.randn(1, 4, size, size))  # was a verifier error inside IREE
+
+
+def test_zero_size_contraction_does_not_crash_the_compiler():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(0, 3).eval()
+    with torch.no_grad():
+        _check(lambda a, b, x: (a @ b, torch.bmm(a[None], b[None]), lin(x)),
+               torch.randn(3, 0), torch.randn(0, 4), torch.randn(2, 0))  # was SIGFPE
+
+
+def test_boolean_mask_assignment():
+    torch.manual_seed(0)
+
+    def f(y, z):
+        y = y.clone()
+        y[y < 0] = 0.0
+        z = z.clone()
+        z[z > 0.5] = -1.0
+        return y, z
+
+    _check(f, torch.randn(3, 4), torch.rand(2, 5))  # was unrealized_conversion_cast
+
+
+def test_none_and_int_outputs_beside_tensors():
+    _check(lambda x: (None, x * 2, 7, {"n": None, "t": x.sum()}), torch.randn(3))
+
+
+def test_float64_stays_float64_including_libm_math():
+    torch.manual_seed(0)
+    x = torch.randn(3, 4, dtype=torch.float64)
+    art = _check(lambda a: torch.exp(a) * torch.sin(a) + torch.cos(a).tanh(), x, rtol=1e-12,
+                 atol=1e-12)
+    assert art.signature.tensor_outputs[0].dtype == torch.float64
+
+
+@pytest.mark.parametrize("expr", [
+    "a // 2", "a * 3 + 1", "a - 100", "a.sum(dim=0)", "torch.sort(a, dim=0).values",
+    "(a // 2).max(dim=0).values", "(a.float() * 1.5).to(torch.uint8)", "torch.cat([a, a + 200]).amax(0)",
+])
+def test_uint8_programs_give_uint8_results(expr):
+    torch.manual_seed(0)
+    fn = eval(f"lambda a: {expr}")  # noqa: S307 - test table
+    _check(fn, torch.randint(0, 250, (3, 4), dtype=torch.uint8))
+
+
+def test_native_crash_in_a_stage_is_an_exception_not_a_dead_interpreter():
+    from lowerkit import FunctionStage, Pipeline, StageError
+
+    def segfault(module):
+        import ctypes
+
+        ctypes.string_at(0)  # a native crash, as a torch-mlir pass can have
+
+    crashing = FunctionStage("crash-here", segfault)
+    crashing.isolated = True
+    with pytest.raises(StageError, match="stage 'crash-here' failed: crashed with SIGSEGV") as info:
+        Pipeline("p", [crashing]).run(lowerkit.import_program(torch.relu, (torch.randn(2),)).module)
+    assert info.value.reproducer.exists()
