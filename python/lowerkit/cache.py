@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import inspect
 import io
@@ -49,13 +50,30 @@ def default_directory() -> Path | None:
     return Path(base) / "lowerkit"
 
 
+@functools.lru_cache(maxsize=1)
+def _lowerkit_sources_digest() -> str:
+    """A digest of lowerkit's own Python sources (package and shipped pipelines): a changed
+    pass or pipeline must never be answered with code that an older version compiled."""
+    import hashlib
+
+    import lowerkit
+    import lowerkit.pipelines
+
+    digest = hashlib.sha256()
+    for root in (Path(lowerkit.__file__).parent, Path(lowerkit.pipelines.__file__).parent):
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def toolchain_versions() -> dict[str, str]:
     """Versions of everything whose change may change the compiled code."""
     from importlib import metadata
 
     from . import __version__
 
-    out = {"lowerkit": __version__}
+    out = {"lowerkit": __version__, "lowerkit-sources": _lowerkit_sources_digest()}
     for dist in ("torch", "torch-mlir", "iree-base-compiler"):
         try:
             out[dist] = metadata.version(dist)
@@ -81,8 +99,9 @@ def _describe(value: Any) -> Any:
         return str(value.value)  # enums such as Build
     if callable(value):
         target = getattr(value, "__func__", value)
-        try:
-            return inspect.getsource(target)
+        try:  # the whole module: helpers the function calls count too
+            module = inspect.getmodule(target)
+            return inspect.getsource(module) if module is not None else inspect.getsource(target)
         except (OSError, TypeError):
             return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
     if isinstance(value, (list, tuple)):
