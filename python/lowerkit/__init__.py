@@ -19,6 +19,7 @@ from .errors import (
     RegistryError,
     StageError,
     TargetError,
+    VerificationError,
 )
 from .ingress import ImportedProgram, import_program
 from .instrument import Instrument
@@ -42,7 +43,7 @@ __all__ = [
     "ImportedProgram", "IngressError", "InputError", "Instrument", "Lowering", "LowerkitError",
     "OpDiagnostic", "PassPipelineStage", "Pipeline", "PythonPassStage", "Registry",
     "RegistryError", "Stage", "StageError", "StageRecord", "Target", "TargetError",
-    "TensorSpec", "compile", "import_program", "op_histogram", "registry", "resolve_pipeline",
+    "TensorSpec", "VerificationError", "compile", "import_program", "op_histogram", "registry", "resolve_pipeline",
     "ConversionStage", "GreedyRewriteStage", "IRDLDialect", "PDLStage", "Pattern",
     "TransformStage", "custom_op_lowering", "load_dialect", "pattern",
 ]

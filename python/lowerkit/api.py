@@ -47,6 +47,7 @@ def compile(
     iree_flags: Sequence[str] = (),
     cache: "CompileCache | str | Path | bool | None" = None,
     device: str | None = None,
+    verify: "bool | dict" = False,
 ) -> Artifact:
     """Import ``fn(*args, **kwargs)``, lower it through ``pipeline`` and compile it for ``target``.
 
@@ -55,7 +56,16 @@ def compile(
     ``target`` may name several devices (``"cpu+vulkan"``); ``device`` picks the one to run on.
     ``cache``: the compile cache (`lowerkit.cache`; on by default, ``False`` turns it off, a
     folder or a `CompileCache` puts it elsewhere); dumps and instruments bypass it.
+    ``verify``: every call also runs ``fn`` eagerly and raises `VerificationError` on a mismatch
+    (``True``, or ``{"rtol": ..., "atol": ...}``; see `lowerkit.verify`).
     """
+    if verify:
+        from .verify import verified
+
+        art = compile(fn, args, kwargs, target=target, pipeline=pipeline,
+                      dynamic_shapes=dynamic_shapes, dump_dir=dump_dir, instruments=instruments,
+                      iree_flags=iree_flags, cache=cache, device=device)
+        return verified(art, fn, verify)
     target = Target.parse(target)
     pipe = resolve_pipeline(pipeline)
     instruments = list(instruments)
@@ -85,10 +95,14 @@ def _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, 
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
     if store is not None:
-        return store.lookup_or_compile(
+        art = store.lookup_or_compile(
             imported, pipe, target, iree_flags, device,
             lambda: _lower(imported, records, target, pipe, dump, instruments, iree_flags, device))
-    return _lower(imported, records, target, pipe, dump, instruments, iree_flags, device)
+    else:
+        art = _lower(imported, records, target, pipe, dump, instruments, iree_flags, device)
+    # Mutated buffers start from this model's values, also when the code came from the cache.
+    art.state = [t.clone() for t in imported.state.values()]
+    return art
 
 
 def _lower(imported, records, target, pipe, dump, instruments, iree_flags, device):

@@ -74,3 +74,20 @@ class RegistryError(LowerkitError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class VerificationError(LowerkitError):
+    """``verify=True``: a compiled program's outputs differ from eager PyTorch's.
+
+    ``path`` names the first differing output (``output[0]``, ``output['logits']``...),
+    ``max_abs_error`` the worst error seen, ``target``/``device`` where it ran."""
+
+    def __init__(self, detail: str, path: str | None = None, max_abs_error: float | None = None,
+                 target: str | None = None, device: str | None = None):
+        self.detail = detail
+        self.path = path
+        self.max_abs_error = max_abs_error
+        self.target = target
+        self.device = device
+        where = f" on {target} ({device})" if target else ""
+        super().__init__(f"compiled program differs from eager PyTorch{where}: {detail}")
