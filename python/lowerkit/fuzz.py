@@ -14,7 +14,8 @@ flips a mask and shows up as a false "wrong answer".
 What counts as a failure (`Outcome.failed`): wrong numbers, dtypes or shapes against eager
 (``wrong``), a crash of iree-compile or of the process (``crash``), and an exception that is not
 a `LowerkitError` (``unclear``). A `LowerkitError` saying the program is not supported is a
-``clear`` error and not a failure.
+``clear`` error and not a failure; a `StageError` from iree-compile or a verifier is counted
+apart (``compiler-error``: invalid IR made by the lowering, a bug, but not a wrong answer).
 """
 
 from __future__ import annotations
@@ -127,7 +128,8 @@ def _tensor_literal(t: torch.Tensor) -> str:
 class Outcome:
     """What happened to one program on one target."""
 
-    kind: str            # passed | wrong | crash | unclear | clear
+    # passed | wrong | crash | unclear (failures) | compiler-error | clear (not failures)
+    kind: str
     message: str = ""
     target: str = "cpu"
     program: Program | None = None
@@ -158,6 +160,16 @@ def _is_crash(e: BaseException) -> bool:
                                    "core dumped", "died with"))
 
 
+def _is_compiler_error(e: BaseException) -> bool:
+    """A lowering that made invalid IR (a verifier error, a failed legalisation) or an
+    iree-compile failure: a bug to fix, though reported as a clear `StageError`."""
+    text = str(e)
+    if getattr(e, "stage", None) is not None and not getattr(e, "diagnostics", True):
+        return True  # a stage failed without saying on which op: opaque
+    return getattr(e, "stage", None) == "iree-compile" or "op inferred" in text \
+        or "failed to legalize" in text or "verif" in text or "unknown" in text.split("\n")[0]
+
+
 def run_program(program: Program, target: str = "cpu", cache: Any = None) -> Outcome:
     """Compile ``program`` with lowerkit for ``target``, run it and compare with eager."""
     import lowerkit
@@ -170,14 +182,12 @@ def run_program(program: Program, target: str = "cpu", cache: Any = None) -> Out
         art = lowerkit.compile(fn, args, target=target, cache=cache)
         got = art(*args)
     except LowerkitError as e:
-        kind = "crash" if _is_crash(e) else "clear"
+        kind = "crash" if _is_crash(e) else ("compiler-error" if _is_compiler_error(e) else "clear")
         return Outcome(kind, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
                        target, program)
     except Exception as e:  # noqa: BLE001 -- anything else is an unclear error
         tb = traceback.format_exception_only(type(e), e)[-1].strip()
         return Outcome("unclear", tb, target, program)
-    for a in args:  # a compiled program must not write into its inputs
-        pass
     result = compare(got, expected, **tolerances(expected))
     if not result.ok:
         return Outcome("wrong", result.message, target, program, result.max_abs_error)
@@ -531,3 +541,42 @@ if st is not None:
 
 def _finalise(inputs, lines, outputs, seed) -> Program:
     return Program(tuple(inputs), tuple(lines), tuple(outputs), seed)
+
+
+# -- sweeping --------------------------------------------------------------------------------
+KINDS = ("passed", "wrong", "crash", "unclear", "compiler-error", "clear")
+
+
+def sweep(examples: int, targets: list[str], seed: int = 0, on_outcome: Callable | None = None,
+          max_chains: int = 3, shrink: bool = False) -> list[Outcome]:
+    """Run ``examples`` generated programs on each of ``targets``; return every outcome.
+
+    With ``shrink``, the sweep stops at the first failure and hypothesis shrinks it: the last
+    outcome is then the minimal failing program's."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    outcomes: list[Outcome] = []
+    current = os.path.join(os.environ.get("TMPDIR", "/tmp"), "lowerkit-fuzz-current.py")
+
+    @hseed(seed)
+    @settings(max_examples=examples, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck),
+              phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate])
+    @given(programs(max_chains=max_chains))
+    def one(program: Program) -> None:
+        with open(current, "w") as f:  # left behind if the interpreter dies on this program
+            f.write(program.source)
+        for target in targets:
+            outcome = run_program(program, target)
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(outcome)
+            if shrink and outcome.failed:
+                raise FuzzFailure(outcome)
+
+    try:
+        one()
+    except FuzzFailure:
+        pass
+    return outcomes

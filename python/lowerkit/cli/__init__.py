@@ -14,6 +14,7 @@ COMMANDS = {
     "check": "List every op of a model that the pipeline cannot lower, with its source line.",
     "zoo": "Run the model zoo through lowerkit: stage reached and max error against eager.",
     "bench": "Benchmark MODEL|zoo: eager, torch.compile and lowerkit, interleaved in one process.",
+    "fuzz": "Differential fuzzing: random small torch programs through lowerkit against eager.",
 }
 
 

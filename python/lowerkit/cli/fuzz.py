@@ -1,0 +1,83 @@
+"""``lowerkit fuzz``: differential fuzzing of lowerkit against eager PyTorch (`lowerkit.fuzz`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--examples", type=int, default=100, help="programs to generate (default: 100)")
+    p.add_argument("--target", default="cpu",
+                   help="cpu, vulkan:llvmpipe, several joined by ',' or 'all' (every usable one)")
+    p.add_argument("--seed", type=int, default=0, help="hypothesis seed (default: 0)")
+    p.add_argument("--chains", type=int, default=3, help="independent op chains a program (default: 3)")
+    p.add_argument("--shrink", action="store_true",
+                   help="stop at the first failure and shrink it to a minimal program")
+    p.add_argument("--show", type=int, default=5, help="failing programs to print (default: 5)")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write every outcome as JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    import time
+    import warnings
+    from collections import Counter
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from lowerkit.fuzz import KINDS, fuzz_targets, sweep
+
+    warnings.simplefilter("ignore")
+    console = Console(width=None if Console().is_terminal else 160)
+    targets = fuzz_targets() if args.target == "all" else args.target.split(",")
+    counts = {t: Counter() for t in targets}
+    start = time.perf_counter()
+
+    def seen(o):
+        counts[o.target][o.kind] += 1
+        n = sum(counts[o.target].values())
+        mark = {"passed": "[green]✓", "clear": "[dim]·", "compiler-error": "[yellow]![/]"}.get(o.kind, "[red]✗")
+        console.print(f"{mark} {n:5d} {o.target:16s} {o.kind:14s} {o.message.splitlines()[0][:100] if o.kind != 'passed' else ''}",
+                      highlight=False)
+
+    outcomes = sweep(args.examples, targets, seed=args.seed, on_outcome=seen,
+                     max_chains=args.chains, shrink=args.shrink)
+    seconds = time.perf_counter() - start
+
+    table = Table(title=f"lowerkit fuzz · seed {args.seed} · {seconds:.0f} s")
+    table.add_column("target")
+    table.add_column("programs", justify="right")
+    for kind, label in zip(KINDS, ("passed", "wrong answers", "crashes", "unclear errors",
+                                   "compiler errors", "clear errors")):
+        table.add_column(label, justify="right")
+    for t in targets:
+        c = counts[t]
+        table.add_row(t, str(sum(c.values())), *(str(c[k]) for k in KINDS))
+    console.print(table)
+
+    groups = Counter((o.kind, o.message.splitlines()[0][:140]) for o in outcomes if o.kind != "passed")
+    if groups:
+        g = Table(title="what went wrong (first line)")
+        g.add_column("kind")
+        g.add_column("n", justify="right")
+        g.add_column("message", overflow="fold")
+        for (kind, msg), n in groups.most_common():
+            g.add_row(kind, str(n), msg)
+        console.print(g)
+
+    failures = [o for o in outcomes if o.failed]
+    shown = set()
+    for o in (failures[-1:] if args.shrink else failures):
+        key = o.message.splitlines()[0]
+        if key in shown or len(shown) >= args.show:
+            continue
+        shown.add(key)
+        title = "minimal failing program" if args.shrink else "failing program"
+        console.print(f"[bold red]{title}[/] ({o.kind} on {o.target}): {o.message}", highlight=False)
+        console.print(o.program.source, markup=False, highlight=False)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([{"kind": o.kind, "target": o.target, "message": o.message,
+                        "source": o.program.source if o.program else None} for o in outcomes], f, indent=1)
+    return 1 if failures else 0
