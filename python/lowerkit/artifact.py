@@ -6,7 +6,9 @@ The file format is a zip with ``module.vmfb`` and ``artifact.json``.
 
 from __future__ import annotations
 
+import io
 import json
+import threading
 import os
 import zipfile
 from collections import Counter
@@ -17,6 +19,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from .build import Build
+from .errors import LowerkitError
 from .pipeline import StageRecord
 from .runtime import DeviceTensor, Executable, invoke_resident
 from .signature import CallSignature
@@ -48,6 +51,11 @@ class Artifact:
         # runtime driver this artifact runs on; one of the target's (see `to`)
         self.driver = target.driver_for(device)
         self._executable: Executable | None = None
+        # Current values of the buffers the program mutates (signature.state), updated by
+        # every call as eager PyTorch updates the module's buffers.
+        self.state: list[torch.Tensor] = [torch.zeros(s.shape, dtype=s.dtype)
+                                          for s in signature.state]
+        self._state_lock = threading.Lock()
 
     @property
     def executable(self) -> Executable:
@@ -60,16 +68,30 @@ class Artifact:
         ``cuda``), e.g. for an artifact compiled with ``target="cpu+vulkan"``."""
         moved = Artifact(self.vmfb, self.target, self.signature, self.records, device)
         moved.compile_stats = self.compile_stats
+        moved.state = [t.clone() for t in self.state]
         return moved
 
     def __call__(self, *args: Any, keep_on_device: bool = False, **kwargs: Any) -> Any:
         """Run like the original model. With ``keep_on_device=True`` the outputs are
         `DeviceTensor`s left on the device, which later calls take as inputs."""
         if keep_on_device or _has_device_tensor(args, kwargs):
+            if self.state:
+                raise LowerkitError("a program that mutates its buffers cannot keep data on the "
+                                    "device yet; call it with host tensors")
             return self._call_resident(args, kwargs, keep_on_device)
         tensors = self.signature.flatten_inputs(args, kwargs)
-        outputs = self.executable.invoke(tensors, len(self.signature.tensor_outputs))
-        return self.signature.unflatten_outputs(outputs)
+        mutated = self.signature.mutated_inputs
+        n_outputs = len(mutated) + len(self.signature.tensor_outputs)
+        if not self.state:
+            outputs = self.executable.invoke(tensors, n_outputs)
+        else:
+            with self._state_lock:  # calls update the state one after another, as in eager
+                outputs = self.executable.invoke(tensors + self.state, n_outputs + len(self.state))
+                self.state = outputs[n_outputs:]
+                outputs = outputs[:n_outputs]
+        for index, value in zip(mutated, outputs):  # in-place changes, as eager makes them
+            _tensor_leaf(args, kwargs, index).copy_(value)
+        return self.signature.unflatten_outputs(outputs[len(mutated):])
 
     def _call_resident(self, args: tuple, kwargs: dict, keep_on_device: bool) -> Any:
         # The signature checks placeholders with the DeviceTensors' shapes and dtypes.
@@ -145,6 +167,10 @@ class Artifact:
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as z:
             z.writestr("artifact.json", json.dumps(meta, indent=1))
             z.writestr("module.vmfb", self.vmfb)
+            if self.state:
+                buf = io.BytesIO()
+                torch.save(self.state, buf)
+                z.writestr("state.pt", buf.getvalue())
         os.replace(tmp, path)
         return path
 
@@ -154,6 +180,8 @@ class Artifact:
         with zipfile.ZipFile(path) as z:
             meta = json.loads(z.read("artifact.json"))
             vmfb = z.read("module.vmfb")
+            state = (torch.load(io.BytesIO(z.read("state.pt")), weights_only=True)
+                     if "state.pt" in z.namelist() else None)
         if meta.get("format") != FORMAT_VERSION:
             raise ValueError(f"{path}: artifact format {meta.get('format')} is not {FORMAT_VERSION}")
         records = [
@@ -163,7 +191,14 @@ class Artifact:
         art = Artifact(vmfb, Target.from_json(meta["target"]),
                        CallSignature.from_json(meta["signature"]), records, device)
         art.compile_stats = meta.get("compile_stats")
+        if state is not None:
+            art.state = state
         return art
+
+
+def _tensor_leaf(args: tuple, kwargs: dict, index: int) -> torch.Tensor:
+    leaves = [v for v in pytree.tree_leaves((tuple(args), dict(kwargs))) if isinstance(v, torch.Tensor)]
+    return leaves[index]
 
 
 def _has_device_tensor(args: tuple, kwargs: dict) -> bool:

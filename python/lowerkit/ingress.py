@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -28,6 +28,8 @@ class ImportedProgram:
     signature: CallSignature
     exported: torch.export.ExportedProgram
     seconds: float
+    # Initial values of the buffers the program mutates, by name (see CallSignature.state).
+    state: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def fx_code(self) -> str:
         """The exported FX graph as readable Python, for dumps."""
@@ -42,7 +44,7 @@ class _TensorLeavesProgram(torch.nn.Module):
         super().__init__()
         # A module is registered so that its parameters and buffers are lifted by export.
         self.inner = fn if isinstance(fn, torch.nn.Module) else None
-        self._fn = fn
+        self._fn = None if isinstance(fn, torch.nn.Module) else fn  # a module is `inner` only
         self._in_spec = in_spec
         self._in_leaves = in_leaves
         # Filled while tracing. Export may copy the module, and a function is never copied,
@@ -73,6 +75,54 @@ class _TensorLeavesProgram(torch.nn.Module):
                     "Python scalars or None (nested in tuples, lists or dicts)"
                 )
         return tuple(result)
+
+
+class _StatefulProgram(torch.nn.Module):
+    """Runs a program with its mutated buffers passed in, and returns their new values after
+    its outputs, so that the exported function is pure (torch-mlir imports no mutation)."""
+
+    def __init__(self, program: torch.nn.Module, names: list[str], n_inputs: int):
+        super().__init__()
+        self.program = program
+        self._names = names
+        self._n_inputs = n_inputs
+
+    def forward(self, *tensors: torch.Tensor):
+        inputs, state = tensors[: self._n_inputs], tensors[self._n_inputs:]
+        fresh = [value.clone() for value in state]
+        saved = []
+        for name, value in zip(self._names, fresh):  # swap the buffers for the inputs' copies
+            owner_name, _, leaf = name.rpartition(".")
+            owner = self.program.get_submodule(owner_name)
+            saved.append((owner, leaf, owner._buffers[leaf]))
+            owner._buffers[leaf] = value
+        try:
+            outputs = self.program(*inputs)
+        finally:
+            for owner, leaf, original in saved:
+                owner._buffers[leaf] = original
+        return tuple(outputs) + tuple(fresh)
+
+
+def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """torch-mlir's decompositions (what its FX path would run), done here once."""
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    try:
+        return exported.run_decompositions(get_decomposition_table())
+    except Exception as e:
+        raise IngressError(f"stage 'torch-decompose' failed: {type(e).__name__}: {e}") from e
+
+
+def _keep_non_persistent_buffers(exported: torch.export.ExportedProgram) -> None:
+    """torch-mlir's importer looks buffers up in the state dict, which leaves out
+    non-persistent ones (they live among the constants): put them where it looks."""
+    from torch.export.graph_signature import InputKind
+
+    for spec in exported.graph_signature.input_specs:
+        if spec.kind == InputKind.BUFFER and spec.target not in exported.state_dict \
+                and spec.target in exported.constants:
+            exported.state_dict[spec.target] = exported.constants[spec.target]
 
 
 def _leaf_dynamic_specs(args: tuple, kwargs: dict, dynamic_shapes: Any, fn: Callable) -> list:
@@ -155,6 +205,35 @@ def import_program(
     except Exception as e:  # torch.export raises many types; all mean "could not export"
         raise IngressError(f"stage 'torch-export' failed: {type(e).__name__}: {e}") from e
 
+    # Buffers the program mutates (running statistics, counters, caches) become explicit
+    # state: inputs and trailing outputs of the compiled function, kept by the Artifact.
+    # torch.export keeps in-place ops; decomposition functionalises them, and only then are
+    # mutated buffers and inputs known. torch-mlir's importer is then told not to decompose.
+    exported = _decompose(exported)
+    state: dict[str, torch.Tensor] = {}
+    mutated = sorted(set(exported.graph_signature.buffers_to_mutate.values()))
+    if mutated:
+        buffers = dict(wrapper.named_buffers())
+        state = {name: buffers[name].detach().clone() for name in mutated}
+        stateful = _StatefulProgram(wrapper, list(state), len(tensors))
+        try:
+            exported = torch.export.export(
+                stateful, tuple(tensors) + tuple(state.values()),
+                dynamic_shapes=(tuple(dyn) + (None,) * len(state),) if dyn else None,
+                strict=False,
+            )
+            exported = _decompose(exported)
+        except Exception as e:
+            raise IngressError(
+                f"stage 'torch-export' failed on a program that mutates its buffers "
+                f"{mutated}: {type(e).__name__}: {e}") from e
+    _keep_non_persistent_buffers(exported)
+    # Inputs the program changes in place: their new values lead the outputs; a call copies
+    # them back into the caller's tensors, as eager would have changed them.
+    user_inputs_all = list(exported.graph_signature.user_inputs)
+    mutated_inputs = [user_inputs_all.index(name) for name in
+                      exported.graph_signature.user_inputs_to_mutate.values()]
+
     # Dynamic dimensions: name them after the user's Dim where given.
     user_inputs = [
         n for n in exported.graph.nodes
@@ -172,6 +251,7 @@ def import_program(
     in_leaves = [next(it) if isinstance(l, TensorSpec) else l for l in in_leaves]
 
     out_nodes = [n for n in exported.graph.nodes if n.op == "output"][0].args[0]
+    out_nodes = out_nodes[len(mutated_inputs):]
     out_vals = [n.meta["val"] for n in out_nodes]
     it_out = iter(out_vals)
     out_leaves: list[Leaf] = []
@@ -183,14 +263,17 @@ def import_program(
             )
         else:
             out_leaves.append(l)
-    signature = CallSignature(in_spec, in_leaves, captured["out_spec"], out_leaves)
+    signature = CallSignature(in_spec, in_leaves, captured["out_spec"], out_leaves,
+                              state=[TensorSpec(tuple(v.shape), v.dtype) for v in state.values()],
+                              mutated_inputs=mutated_inputs)
 
     try:
         # issue 7: weights go in as raw bytes (tensor_literals), not through tolist() (~8 s on ResNet-18).
         from .tensor_literals import TensorLiteralHooks
 
         module = fx.export_and_import(exported, output_type="raw", func_name="main",
+                                      decomposition_table={},
                                       hooks=TensorLiteralHooks())
     except Exception as e:
         raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e
-    return ImportedProgram(module, signature, exported, time.perf_counter() - start)
+    return ImportedProgram(module, signature, exported, time.perf_counter() - start, state)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -75,6 +75,12 @@ class CallSignature:
     in_leaves: list[Leaf]
     out_spec: pytree.TreeSpec
     out_leaves: list[Leaf]
+    # Buffers the program mutates: extra trailing inputs and outputs of the compiled function,
+    # whose values the Artifact keeps from call to call, as the module's buffers would change.
+    state: list[TensorSpec] = field(default_factory=list)
+    # Tensor inputs (by index among the tensor inputs) the program changes in place: their new
+    # values lead the compiled function's outputs and are copied back into the caller's tensors.
+    mutated_inputs: list[int] = field(default_factory=list)
 
     # -- calling ---------------------------------------------------------------------------
     def describe_inputs(self) -> str:
@@ -146,6 +152,8 @@ class CallSignature:
             "in_leaves": [leaf(l) for l in self.in_leaves],
             "out_spec": pytree.treespec_dumps(self.out_spec),
             "out_leaves": [leaf(l) for l in self.out_leaves],
+            "state": [s.to_json() for s in self.state],
+            "mutated_inputs": list(self.mutated_inputs),
         }
 
     @staticmethod
@@ -158,6 +166,8 @@ class CallSignature:
             [leaf(x) for x in d["in_leaves"]],
             pytree.treespec_loads(d["out_spec"]),
             [leaf(x) for x in d["out_leaves"]],
+            [TensorSpec.from_json(x) for x in d.get("state", [])],
+            list(d.get("mutated_inputs", [])),
         )
 
     def json_safe(self) -> bool:

@@ -112,3 +112,50 @@ def test_native_crash_in_a_stage_is_an_exception_not_a_dead_interpreter():
     with pytest.raises(StageError, match="stage 'crash-here' failed: crashed with SIGSEGV") as info:
         Pipeline("p", [crashing]).run(lowerkit.import_program(torch.relu, (torch.randn(2),)).module)
     assert info.value.reproducer.exists()
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(1))
+        self.register_buffer("scale", torch.arange(3.0), persistent=False)
+
+    def forward(self, x):
+        self.count.add_(1)
+        return x * self.scale + self.count, None, 5
+
+
+def test_mutated_and_non_persistent_buffers_behave_as_in_eager(tmp_path):
+    model, reference = Counter(), Counter()
+    x = torch.randn(3)
+    art = lowerkit.compile(model, (x,))
+    for _ in range(3):  # the buffer advances call after call, outputs stay in their places
+        result = compare(art(x), reference(x))
+        assert result.ok, result.message
+    assert torch.equal(art.state[0], reference.count)
+    loaded = lowerkit.Artifact.load(art.save(tmp_path / "c.lkz"))
+    assert compare(loaded(x), reference(x)).ok  # the state travels with the file
+
+
+def test_batchnorm_in_training_mode_updates_running_statistics():
+    torch.manual_seed(0)
+    bn, reference = torch.nn.BatchNorm1d(3).train(), torch.nn.BatchNorm1d(3).train()
+    x = torch.randn(4, 3)
+    art = lowerkit.compile(bn, (x,))
+    for _ in range(2):
+        assert compare(art(x), reference(x), rtol=1e-5, atol=1e-6).ok
+    running_mean = art.state[[tuple(s.shape) for s in art.signature.state].index((3,))]
+    assert torch.allclose(running_mean, reference.running_mean) or torch.allclose(
+        running_mean, reference.running_var)
+
+
+def test_in_place_change_of_an_input_reaches_the_caller():
+    def scale_in_place(x, y):
+        x.mul_(2)
+        return x + y
+
+    x, y = torch.randn(3), torch.randn(3)
+    art = lowerkit.compile(scale_in_place, (x.clone(), y))
+    mine, theirs = x.clone(), x.clone()
+    assert compare(art(mine, y), scale_in_place(theirs, y)).ok
+    assert torch.equal(mine, theirs)
