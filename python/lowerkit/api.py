@@ -115,7 +115,7 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     records += lowering.records
 
     start = time.perf_counter()
-    bytecode = bridge.to_bytecode(lowering.module)
+    bytecode = bridge.to_iree_bytecode(lowering.module)
     serialise = time.perf_counter() - start
     result = compiler.compile_to_vmfb(bytecode, target, list(iree_flags),
                                       **(dump.iree_options() if dump is not None else {}))

@@ -111,6 +111,14 @@ def _describe(value: Any) -> Any:
     return repr(value)
 
 
+def _custom_op_lowerings() -> dict:
+    """Registered custom-op lowerings are looked up while lowering, by op name: each one's
+    source is part of the key, so registering or changing one never reuses older code."""
+    from .registry import custom_ops
+
+    return {name: _describe(custom_ops.get(name)) for name in custom_ops.names()}
+
+
 def cache_key(
     ir_bytecode: bytes,
     signature: "CallSignature",
@@ -123,6 +131,7 @@ def cache_key(
         "key_format": KEY_FORMAT,
         "signature": signature.to_json(),
         "pipeline": pipeline_fingerprint(pipeline),
+        "custom_op_lowerings": _custom_op_lowerings(),
         "target": target.to_json(),
         "flags": list(flags),
         "versions": toolchain_versions(),

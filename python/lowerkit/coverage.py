@@ -185,7 +185,7 @@ def check_program(module: Any, pipeline: Any, *, target: Any = None) -> Coverage
         current = result
     if target is not None and not report.unsupported:
         try:
-            compiler.compile_to_vmfb(bridge.to_bytecode(current), target)
+            compiler.compile_to_vmfb(bridge.to_iree_bytecode(current), target)
             report.passed.append(compiler.STAGE)
         except StageError as e:
             report.unsupported += [UnsupportedOp(d.op or "?", compiler.STAGE, d.location,
