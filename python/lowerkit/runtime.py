@@ -7,6 +7,8 @@ device. Calls go straight to IREE's VM (no per-call reflection), to keep the per
 from __future__ import annotations
 
 import atexit
+import os
+import time
 import threading
 import weakref
 from typing import Any
@@ -57,6 +59,7 @@ class Executable:
         self.function = function
         self._lock = threading.Lock()
         self._loaded: tuple | None = None
+        self._host_path = _HostPath(self) if driver == "local-task" else None  # issue 7
 
     def _load(self) -> tuple:
         import iree.runtime as rt
@@ -93,7 +96,8 @@ class Executable:
         return self._loaded
 
     def invoke(self, tensors: list[torch.Tensor], n_results: int) -> list[torch.Tensor]:
-        rt, device, context, fn = self.loaded
+        path = self._host_path
+        rt, device, context, fn = self.loaded if path is None else path.pick()
         args = rt.VmVariantList(len(tensors))
         keep = []
         for t in tensors:
@@ -111,7 +115,12 @@ class Executable:
             args.push_ref(bv)
         results = rt.VmVariantList(n_results)
         try:
-            context.invoke(fn, args, results)
+            if path is None or path.decided:
+                context.invoke(fn, args, results)
+            else:
+                start = time.perf_counter()
+                context.invoke(fn, args, results)
+                path.record(context, time.perf_counter() - start)
         except Exception as e:
             raise LowerkitError(f"the compiled program failed at run time on '{self.driver}': {e}") from e
         return [self._to_torch(rt, device, results.get_as_object(i, rt.HalBufferView))
@@ -128,6 +137,60 @@ class Executable:
             return torch.from_numpy(_read(rt, device, bv, np.uint8, shape).astype(np.bool_))
         np_dtype = rt.HalElementType.map_to_dtype(et)
         return torch.from_numpy(_read(rt, device, bv, np_dtype, shape))
+
+
+class _HostPath:
+    """Which CPU driver serves host calls of one local-task program (issue 7).
+
+    local-task runs dispatches on worker threads: fast for big programs, but a call costs
+    ~100 µs of thread hand-offs, more than a small model takes in eager PyTorch. local-sync
+    runs the same vmfb inline in the caller's thread (~10 µs). The first calls alternate
+    between the two, timed, and the faster one serves the rest; the other is then dropped.
+    ``LOWERKIT_CPU_DRIVER=local-task|local-sync`` fixes the choice.
+    """
+
+    TRIALS = 5  # timed calls per driver
+
+    def __init__(self, executable: "Executable"):
+        self._main = executable
+        self._twin: Executable | None = None
+        self._times: dict[int, list[float]] = {}
+        self._chosen: tuple | None = None
+        forced = os.environ.get("LOWERKIT_CPU_DRIVER", "auto")
+        if forced == "local-task":
+            self._chosen = ()  # resolved to the main executable at the first call
+        elif forced == "local-sync":
+            self._twin = Executable(executable._vmfb, "local-sync", executable.function)
+            self._chosen = ("twin",)
+
+    @property
+    def decided(self) -> bool:
+        return self._chosen is not None
+
+    def pick(self) -> tuple:
+        chosen = self._chosen
+        if chosen is not None:
+            if chosen == ():
+                return self._main.loaded
+            if chosen == ("twin",):
+                return self._twin.loaded
+            return chosen
+        if self._twin is None:
+            self._twin = Executable(self._main._vmfb, "local-sync", self._main.function)
+        n_main = len(self._times.get(id(self._main.loaded[2]), ()))
+        n_twin = len(self._times.get(id(self._twin.loaded[2]), ()))
+        return self._twin.loaded if n_twin < n_main else self._main.loaded
+
+    def record(self, context: Any, seconds: float) -> None:
+        self._times.setdefault(id(context), []).append(seconds)
+        main, twin = self._main.loaded, self._twin.loaded
+        t_main, t_twin = self._times.get(id(main[2]), []), self._times.get(id(twin[2]), [])
+        if min(len(t_main), len(t_twin)) >= self.TRIALS:
+            if sorted(t_twin)[self.TRIALS // 2] < sorted(t_main)[self.TRIALS // 2]:
+                self._chosen = twin
+            else:
+                self._chosen = main
+                self._twin = None  # free the twin's copy of the weights
 
 
 def _read(rt: Any, device: Any, bv: Any, np_dtype: Any, shape: list[int]) -> np.ndarray:

@@ -1,0 +1,40 @@
+"""`lowerkit.bench` bookkeeping on a tiny model (no timing assertions: benchmarks are not tests)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from lowerkit import bench
+from lowerkit.cli import main as cli_main
+from lowerkit.zoo import get
+
+
+def test_bench_model_reports_every_contender():
+    model, args, kwargs = get("mlp").make()
+    r = bench.bench_model("mlp", model, args, kwargs, contenders=("eager", "lowerkit"), rounds=5)
+    assert not r.errors
+    assert set(r.timings) == {"eager", "lowerkit"}
+    assert all(len(t.samples) >= 5 and t.median > 0 for t in r.timings.values())
+    assert r.compile_cold["lowerkit"] > 0 and "lowerkit" in r.compile_cached
+    assert math.isfinite(r.speedup("lowerkit", "eager"))
+    json.dumps(r.to_json())
+
+
+def test_geomean():
+    assert abs(bench.geomean([2.0, 8.0]) - 4.0) < 1e-9
+    assert math.isnan(bench.geomean([]))
+
+
+def test_bench_cli_writes_json(tmp_path):
+    out = tmp_path / "bench.json"
+    assert cli_main(["bench", "index_ops", "--no-torch-compile", "--rounds", "5",
+                     "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["models"][0]["model"] == "index_ops"
+    assert data["models"][0]["median_ms"]["lowerkit"] > 0
+
+
+def test_zoo_cli_lists_models(capsys):
+    assert cli_main(["zoo", "--list"]) == 0
+    assert "llama_tiny_decode" in capsys.readouterr().out
