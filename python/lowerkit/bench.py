@@ -127,10 +127,10 @@ def prepare(model, args, kwargs, target: str, result: BenchResult,
         calls["eager"] = eager
     if "torch.compile" in contenders:
         try:
-            import torch._dynamo
+            from torch import _dynamo
 
             for label in ("cold", "cached"):
-                torch._dynamo.reset()
+                _dynamo.reset()
                 compiled = torch.compile(model)
                 start = time.perf_counter()
                 with torch.inference_mode():
