@@ -77,8 +77,12 @@ def main(args: argparse.Namespace) -> int:
                                      contenders=contenders, rounds=max(5, args.rounds // 3),
                                      flops=2.0 * n ** 3)
 
+    import os
+
+    load = os.getloadavg()[0]
     table = Table(title=f"lowerkit bench → {args.target}, batch 1, {torch.get_num_threads()} "
-                        "threads (median per call, ± interquartile spread)")
+                        f"torch threads, {os.cpu_count()} cores, load average {load:.1f} "
+                        "(median per call, ± interquartile spread)")
     for col in ("model", "eager ms", "torch.compile ms", "lowerkit ms", "× eager",
                 "× torch.compile", "lowerkit compile s cold/cached",
                 "inductor compile s cold/cached", "peak MiB e/tc/lk"):
@@ -123,7 +127,7 @@ def main(args: argparse.Namespace) -> int:
     if slower:
         console.print(f"[yellow]slower than eager: {', '.join(slower)}")
     if args.json:
-        out = {"target": args.target, "threads": torch.get_num_threads(),
+        out = {"target": args.target, "threads": torch.get_num_threads(), "load_average": load,
                "models": [r.to_json() for r in results],
                "gemm": gemm.to_json() if gemm else None, "peak_gflops": peak}
         if len(results) > 1:
