@@ -1,0 +1,148 @@
+"""The differential fuzzer (`lowerkit.fuzz`): generated programs, and lowerkit against eager.
+
+* ``test_fuzz_ci``: a fixed-seed (``derandomize=True``) subset on CPU, a smaller one on Vulkan
+  where it opens a device; ``LOWERKIT_FUZZ_CI_EXAMPLES`` changes its size.
+* ``test_fuzz_long`` (opt-in: ``LOWERKIT_FUZZ=1`` or ``-m fuzz``): 2000 random programs a target
+  (``LOWERKIT_FUZZ_EXAMPLES``).
+
+On a failure hypothesis shrinks the program and prints the minimal one's source (a `Program`'s
+repr is its source); paste it into test_fuzz_regressions.py.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lowerkit.fuzz import (FuzzFailure, InputSpec, Outcome, Program, fuzz_targets, programs,
+                           run_program)
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+
+CI_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_CI_EXAMPLES", "200"))
+CI_VULKAN_EXAMPLES = max(1, CI_EXAMPLES // 5)
+LONG_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_EXAMPLES", "2000"))
+
+# Defects the fuzzer found that have an xfail regression in test_fuzz_regressions.py and whose
+# fix is not in the default pipeline yet: the sweep counts them apart instead of failing.
+KNOWN_DEFECTS = {
+    "view/reshape of an empty tensor: SIGFPE in torch-mlir (replace-empty-views)":
+        lambda o: "SIGFPE" in o.message and any(s in o.program.source for s in (".reshape(", ".view(")),
+}
+
+
+def known_defect(outcome: Outcome) -> str | None:
+    for name, matches in KNOWN_DEFECTS.items():
+        if matches(outcome):
+            return name
+    return None
+
+
+def check(program: Program, target: str) -> None:
+    outcome = run_program(program, target)
+    if outcome.failed and known_defect(outcome) is None:
+        raise FuzzFailure(outcome)
+
+
+# -- the generator ---------------------------------------------------------------------------
+@settings(max_examples=40, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_generated_programs_are_printable_and_run_eagerly(program):
+    src = program.source
+    assert src.startswith("def program(") and "return (" in src
+    assert repr(program).strip() == src.strip()
+    args = program.make_inputs()
+    assert len(args) == len(program.inputs)
+    for a, spec in zip(args, program.inputs):
+        assert a.dtype == spec.dtype and tuple(a.shape) == spec.shape
+    # the same seed gives the same inputs, and exec'd source gives the same outputs
+    again = program.make_inputs()
+    assert all(torch.equal(a, b) for a, b in zip(args, again))
+    out = program.function()(*args)
+    assert isinstance(out, tuple) and len(out) == len(program.outputs)
+    assert all(isinstance(o, torch.Tensor) for o in out)
+
+
+def test_generator_reaches_the_odd_cases():
+    """Over a fixed sample, the generator makes every kind of op and odd shape it promises."""
+    seen: list[Program] = []
+
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(programs())
+    def collect(p):
+        seen.append(p)
+
+    collect()
+    text = "\n".join(p.source for p in seen)
+    for needle in ("F.max_pool2d", "F.avg_pool2d", "F.conv2d", "torch.cat", "F.pad", "torch.where",
+                   "masked_fill", "::2", "@", ".to(torch.float16)", ".argmax(", "ceil_mode=True"):
+        assert needle in text, needle
+    dtypes = {i.dtype for p in seen for i in p.inputs}
+    assert {torch.float32, torch.float16, torch.int64, torch.bool} <= dtypes
+    shapes = [i.shape for p in seen for i in p.inputs]
+    assert any(0 in s for s in shapes) and any(1 in s for s in shapes)
+
+
+def test_regression_source_is_self_contained():
+    p = Program((InputSpec("a", (2, 0), torch.float32), InputSpec("b", (3,), torch.int64)),
+                ("v1 = a.sum(1)", "v2 = b * 2"), ("v1", "v2"), seed=3)
+    src = p.test_source("test_example")
+    assert "def program(a, b):" in src and "def test_example():" in src
+    assert "torch.zeros([2, 0], dtype=torch.float32)" in src
+    ns = {}
+    exec(src, {"torch": torch, "F": torch.nn.functional, "lowerkit": None, "assert_matches_eager": None}, ns)
+    assert callable(ns["test_example"])
+
+
+def test_outcome_kinds():
+    ok = Program((InputSpec("a", (2, 3), torch.float32),), ("v1 = torch.relu(a) * 0.5",), ("v1",), 1)
+    assert run_program(ok).kind == "passed"
+    # a clear lowerkit error is not a failure; a wrong answer is
+    assert not Outcome("clear", "IngressError: ...").failed
+    assert not Outcome("compiler-error", "StageError: ...").failed
+    for kind in ("wrong", "crash", "unclear"):
+        assert Outcome(kind).failed
+
+
+# -- the sweeps ------------------------------------------------------------------------------
+@settings(max_examples=CI_EXAMPLES, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_fuzz_ci_cpu(program):
+    check(program, "cpu")
+
+
+@pytest.mark.skipif("vulkan:llvmpipe" not in fuzz_targets(), reason="no Vulkan device here")
+@settings(max_examples=CI_VULKAN_EXAMPLES, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_fuzz_ci_vulkan(program):
+    check(program, "vulkan:llvmpipe")
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("target", fuzz_targets())
+def test_fuzz_long(target):
+    @settings(max_examples=LONG_EXAMPLES, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(programs())
+    def sweep(program):
+        check(program, target)
+
+    sweep()
+
+
+def test_cli_fuzz_summary(capsys):
+    from lowerkit.cli import main
+
+    rc = main(["fuzz", "--examples", "2", "--target", "cpu", "--seed", "1"])
+    out = capsys.readouterr().out
+    assert "programs" in out and "wrong answers" in out and "crashes" in out
+    assert rc in (0, 1)
