@@ -124,6 +124,11 @@ class CallSignature:
                     f"{_bound_note(bound)}. Signature: {self.describe_inputs()}"
                 )
             if value.device.type != "cpu":
+                if value.device.type == "meta":
+                    raise InputError(
+                        f"{where} is a meta tensor: it has a shape but no data to run on. "
+                        f"Signature: {self.describe_inputs()}"
+                    )
                 value = value.cpu()
             tensors.append(value)
         return tensors

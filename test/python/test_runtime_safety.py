@@ -1,0 +1,156 @@
+"""Run-time safety of a compiled `Artifact`: odd inputs give the right answer or a clear error.
+
+Non-contiguous inputs (transposed, sliced with a step, expanded), zero-size inputs, tensors on
+another device, wrong shapes and dtypes, and concurrent calls from several threads.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import pytest
+import torch
+
+import lowerkit
+from lowerkit.numerics import compare
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+def _f(x, y):
+    return torch.relu(x) * 2 + y, x.sum(0)
+
+
+@pytest.fixture(scope="module")
+def art():
+    return lowerkit.compile(_f, (torch.randn(3, 4), torch.randn(3, 4)))
+
+
+def _check(art, *args):
+    result = compare(art(*args), _f(*args))
+    assert result.ok, result.message
+
+
+def test_transposed_input(art):
+    x = torch.randn(4, 3).t()
+    assert not x.is_contiguous()
+    _check(art, x, torch.randn(3, 4))
+
+
+def test_step_sliced_input(art):
+    big = torch.randn(6, 8)
+    x = big[::2, ::2]
+    y = big[1::2, 1::2]
+    assert not x.is_contiguous() and x.shape == (3, 4)
+    _check(art, x, y)
+
+
+def test_expanded_and_offset_inputs(art):
+    x = torch.randn(1, 4).expand(3, 4)  # stride 0
+    y = torch.randn(5, 4)[2:]           # storage offset
+    _check(art, x, y)
+
+
+def test_channels_last_input():
+    x = torch.randn(1, 3, 4, 5).to(memory_format=torch.channels_last)
+    a = lowerkit.compile(lambda t: t * 3 - 1, (torch.randn(1, 3, 4, 5),))
+    out = a(x)
+    torch.testing.assert_close(out, x * 3 - 1)
+
+
+def test_inputs_are_not_written():
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    x0, y0 = x.clone(), y.clone()
+    a = lowerkit.compile(_f, (x, y))
+    a(x, y)
+    assert torch.equal(x, x0) and torch.equal(y, y0)
+
+
+def test_zero_size_inputs():
+    def g(x, y):
+        return x + 1, y.sum(1), torch.cat([x, x], 1)
+
+    x, y = torch.randn(0, 3), torch.randn(2, 0)
+    a = lowerkit.compile(g, (x, y))
+    got = a(x, y)
+    assert compare(got, g(x, y)).ok
+    assert got[0].shape == (0, 3) and got[2].shape == (0, 6)
+    torch.testing.assert_close(got[1], torch.zeros(2))
+
+
+def test_wrong_shape_and_dtype_are_clear(art):
+    with pytest.raises(lowerkit.InputError, match="shape"):
+        art(torch.randn(4, 3), torch.randn(3, 4))
+    with pytest.raises(lowerkit.InputError, match="dtype"):
+        art(torch.randn(3, 4).double(), torch.randn(3, 4))
+    with pytest.raises(lowerkit.InputError):
+        art(torch.randn(3, 4))
+
+
+def test_meta_device_is_a_clear_error(art):
+    x = torch.empty(3, 4, device="meta")
+    with pytest.raises(lowerkit.InputError, match="meta tensor"):
+        art(x, torch.randn(3, 4))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device for a cross-device input")
+def test_cuda_input_runs_on_cpu_artifact(art):
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    out = art(x.cuda(), y.cuda())
+    assert compare(out, _f(x, y)).ok
+
+
+def test_unknown_device_is_a_clear_error():
+    with pytest.raises(lowerkit.LowerkitError):
+        lowerkit.compile(_f, (torch.randn(3, 4), torch.randn(3, 4)), device="no-such-device")
+
+
+def test_concurrent_calls_from_four_threads(art):
+    inputs = [(torch.randn(3, 4), torch.randn(3, 4)) for _ in range(4)]
+    errors: list[BaseException] = []
+    results: dict[int, list] = {i: [] for i in range(4)}
+    start = threading.Barrier(4)
+
+    def worker(i):
+        try:
+            start.wait()
+            for _ in range(25):
+                results[i].append(art(*inputs[i]))
+        except BaseException as e:  # noqa: BLE001 -- reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    for i in range(4):
+        assert len(results[i]) == 25
+        expected = _f(*inputs[i])
+        for got in results[i]:
+            assert compare(got, expected).ok
+
+
+def test_concurrent_first_calls_load_once():
+    """Threads racing on the first call (which loads the module) all get right answers."""
+    a = lowerkit.compile(_f, (torch.randn(3, 4), torch.randn(3, 4)))
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    outs, errors = [], []
+    start = threading.Barrier(4)
+
+    def worker():
+        try:
+            start.wait()
+            outs.append(a(x, y))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert len(outs) == 4 and all(compare(o, _f(x, y)).ok for o in outs)
