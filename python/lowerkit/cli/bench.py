@@ -8,7 +8,7 @@ import math
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="a zoo model name, FILE.py:FACTORY, or 'zoo' for the whole zoo")
+    p.add_argument("model", help="zoo model name(s) (comma-separated), FILE.py:FACTORY, or 'zoo'")
     p.add_argument("--target", default="cpu", help="lowerkit's target (default: cpu)")
     p.add_argument("--slow", action="store_true", help="with 'zoo': include models tagged slow")
     p.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default: 15)")
@@ -43,8 +43,8 @@ def main(args: argparse.Namespace) -> int:
     if args.model == "zoo":
         cases = [(m.name, m.make) for m in models(include_slow=args.slow) if "gemm" not in m.tags
                  and "known-failure" not in m.tags]
-    elif args.model in ZOO:
-        cases = [(args.model, ZOO[args.model].make)]
+    elif all(n in ZOO for n in args.model.split(",")):
+        cases = [(n, ZOO[n].make) for n in args.model.split(",")]
     else:
         from ._factory import load_case
 
@@ -60,6 +60,10 @@ def main(args: argparse.Namespace) -> int:
             results.append(bench.bench_model(name, model, margs, mkwargs, target=args.target,
                                              contenders=contenders, rounds=args.rounds))
         r = results[-1]
+        if args.json:  # as we go, so that an interrupted run keeps what it measured
+            with open(args.json, "w") as f:
+                json.dump({"target": args.target, "partial": True,
+                           "models": [x.to_json() for x in results]}, f, indent=1)
         console.print(f"{name}: lowerkit {_ms(r.median('lowerkit'))} ms, eager "
                       f"{_ms(r.median('eager'))} ms" + (f" [red]{r.errors}" if r.errors else ""),
                       highlight=False)
