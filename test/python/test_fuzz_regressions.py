@@ -77,21 +77,27 @@ def view_empty(a):  # a: [2, 0] float32
     return (a.view(-1, 2),)
 
 
-VIEW_CASES = [(flatten_empty, torch.ones(0, 3)), (view_empty, torch.ones(2, 0))]
+def batched_matmul_to_empty(a, w0):  # a: [1, 1, 1] float32; w0: [1, 0] float32
+    return (a @ w0,)  # torch.export: view(a, [1, 1]) @ w0, then view(-, [1, 1, 0])
+
+
+VIEW_CASES = [(flatten_empty, (torch.ones(0, 3),)), (view_empty, (torch.ones(2, 0),)),
+              (batched_matmul_to_empty, (torch.ones(1, 1, 1), torch.ones(1, 0)))]
+VIEW_IDS = ["flatten-0x3", "view-2x0", "matmul-1x1x1-1x0"]
 
 
 @pytest.mark.xfail(not _wired(empty_view), strict=True,
                    reason="replace-empty-views not yet in torch-to-linalg: SIGFPE in torch-mlir")
-@pytest.mark.parametrize("fn,x", VIEW_CASES, ids=["flatten-0x3", "view-2x0"])
-def test_view_of_empty_tensor(fn, x):
-    art = lowerkit.compile(fn, (x,))
-    assert_matches_eager(art(x), fn(x))
+@pytest.mark.parametrize("fn,args", VIEW_CASES, ids=VIEW_IDS)
+def test_view_of_empty_tensor(fn, args):
+    art = lowerkit.compile(fn, args)
+    assert_matches_eager(art(*args), fn(*args))
 
 
-@pytest.mark.parametrize("fn,x", VIEW_CASES, ids=["flatten-0x3", "view-2x0"])
-def test_view_of_empty_tensor_with_replace_empty_views(fn, x):
-    art = lowerkit.compile(fn, (x,), pipeline=_with_pass(empty_view), cache=False)
-    assert_matches_eager(art(x), fn(x))
+@pytest.mark.parametrize("fn,args", VIEW_CASES, ids=VIEW_IDS)
+def test_view_of_empty_tensor_with_replace_empty_views(fn, args):
+    art = lowerkit.compile(fn, args, pipeline=_with_pass(empty_view), cache=False)
+    assert_matches_eager(art(*args), fn(*args))
 
 
 # -- max pooling with ceil_mode whose only window overhangs the input -------------------------
