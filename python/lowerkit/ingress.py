@@ -30,10 +30,13 @@ class ImportedProgram:
     seconds: float
     # Initial values of the buffers the program mutates, by name (see CallSignature.state).
     state: dict[str, torch.Tensor] = field(default_factory=dict)
+    # The program as torch.export gave it, before decompositions: the user's own ops.
+    as_exported: torch.export.ExportedProgram | None = None
 
     def fx_code(self) -> str:
-        """The exported FX graph as readable Python, for dumps."""
-        return self.exported.graph_module.print_readable(print_output=False)
+        """The exported FX graph (before decompositions) as readable Python, for dumps."""
+        program = self.as_exported or self.exported
+        return program.graph_module.print_readable(print_output=False)
 
 
 class _TensorLeavesProgram(torch.nn.Module):
@@ -209,6 +212,7 @@ def import_program(
     # state: inputs and trailing outputs of the compiled function, kept by the Artifact.
     # torch.export keeps in-place ops; decomposition functionalises them, and only then are
     # mutated buffers and inputs known. torch-mlir's importer is then told not to decompose.
+    as_exported = exported
     exported = _decompose(exported)
     state: dict[str, torch.Tensor] = {}
     mutated = sorted(set(exported.graph_signature.buffers_to_mutate.values()))
@@ -276,4 +280,5 @@ def import_program(
                                       hooks=TensorLiteralHooks())
     except Exception as e:
         raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e
-    return ImportedProgram(module, signature, exported, time.perf_counter() - start, state)
+    return ImportedProgram(module, signature, exported, time.perf_counter() - start, state,
+                           as_exported)
