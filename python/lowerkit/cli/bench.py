@@ -16,6 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-gemm", action="store_true", help="with 'zoo': leave the GEMM line out")
     p.add_argument("--gemm-size", type=int, default=1024)
     p.add_argument("--json", default=None, metavar="FILE", help="write the results as JSON")
+    p.add_argument("--torch-threads", type=int, default=None,
+                   help="torch.set_num_threads for eager and torch.compile (default: torch's)")
 
 
 def _ms(seconds: float) -> str:
@@ -38,6 +40,8 @@ def main(args: argparse.Namespace) -> int:
     from lowerkit.zoo import ZOO, models
 
     console = Console(width=None if Console().is_terminal else 200)
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
     contenders = tuple(c for c in bench.CONTENDERS
                        if not (args.no_torch_compile and c == "torch.compile"))
     if args.model == "zoo":
