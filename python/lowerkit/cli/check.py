@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._console import console as console_
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="FILE.py:FACTORY", help="factory returning (model, args[, kwargs])")
@@ -15,14 +17,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rich.console import Console
 
     import lowerkit
     from lowerkit.coverage import check_program
 
     from ._factory import load_case
 
-    console = Console()
+    console = console_()
     case = load_case(args.model)
     with console.status(f"checking {case.name}"):
         imported = lowerkit.import_program(case.fn, case.args, case.kwargs, case.dynamic_shapes)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._console import console as console_
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="FILE.py:FACTORY", help="factory returning (model, args[, kwargs])")
@@ -17,7 +19,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     import lowerkit
@@ -25,7 +26,7 @@ def main(args: argparse.Namespace) -> int:
 
     from ._factory import load_case
 
-    console = Console()
+    console = console_()
     case = load_case(args.model)
     dump = lowerkit.DumpInstrument(args.out, elide=not args.keep_constants,
                                    print_passes_of=args.print_passes_of)

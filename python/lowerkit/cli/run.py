@@ -7,6 +7,8 @@ import time
 
 import torch
 
+from ._console import console as console_
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="FILE.py:FACTORY", help="factory returning (model, args[, kwargs])")
@@ -20,14 +22,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rich.console import Console
 
     import lowerkit
     from lowerkit.numerics import compare
 
     from ._factory import load_case
 
-    console = Console()
+    console = console_()
     case = load_case(args.model)
     with console.status(f"compiling {case.name} for {args.target}"):
         art = lowerkit.compile(case.fn, case.args, case.kwargs, target=args.target,

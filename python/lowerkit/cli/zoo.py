@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from ._console import console as console_
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("names", nargs="*", help="zoo models to check (default: all non-slow ones)")
@@ -17,13 +19,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import warnings
 
-    from rich.console import Console
     from rich.table import Table
 
     from lowerkit.zoo import models
     from lowerkit.zoo.coverage import check_model
 
-    console = Console(width=None if Console().is_terminal else 160)
+    console = console_()
     entries = models(include_slow=args.slow, names=args.names)
     if args.list:
         table = Table(title="lowerkit model zoo")
