@@ -56,8 +56,6 @@ def test_verify_tolerances_and_bad_options():
         lowerkit.compile(torch.sin, (x,), verify={"tolerance": 1})
 
 
-@pytest.mark.xfail(strict=True, reason="issue 6 defect (lead): a program that mutates its input "
-                   "returns the mutated buffer ([1, 1, 1]) instead of its output (a * 2)")
 def test_verify_eager_sees_copies_of_inputs():
     # an in-place op in the model must not change the user's tensor twice (once per run)
     def f(a):
