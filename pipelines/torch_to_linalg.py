@@ -11,20 +11,22 @@
 
 The stages, in torch-mlir's MLIR build:
 
-0. ``lower-custom-ops``: user-defined PyTorch ops replaced by their Python lowerings
+- ``lower-custom-ops``: user-defined PyTorch ops replaced by their Python lowerings
    (`lowerkit.custom_op_lowering`); a model without custom ops is left as it is;
-1. ``widen-unsigned``: ``uint8`` computed as ``int32`` in 0..255 (torch-mlir crashes on or
+- ``widen-unsigned``: ``uint8`` computed as ``int32`` in 0..255 (torch-mlir crashes on or
    miscomputes ``uint8`` arithmetic, sums and sorts);
-1. ``rewrite-bool-mask-index-put``: ``y[mask] = scalar`` as ``where`` (IREE cannot compile the
+- ``rewrite-bool-mask-index-put``: ``y[mask] = scalar`` as ``where`` (IREE cannot compile the
    nonzero-based form torch-mlir produces);
-2. ``rewrite-unit-window-pooling``: 1x1-window pooling as a strided slice (IREE miscompiles it);
-3. ``trim-conv-overhang``: explicit padding for convolutions whose window overhangs the input
-   (IREE rejects them);
-4. ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
+- ``rewrite-unit-window-pooling``: 1x1-window pooling as a strided slice (IREE miscompiles it);
+- ``trim-conv-overhang``: explicit padding for convolutions whose window overhangs the input
+   (IREE rejects them); ``pad-pool-overhang`` the same for ceil-mode max pooling;
+   ``replace-empty-views`` and ``fold-empty-cat``: views and cats of empty tensors, on which
+   torch-mlir's linalg conversion crashes or builds invalid IR;
+- ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
    shapes and dtypes refined, ops decomposed to those the backends accept);
-5. ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
+- ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
    which IREE takes as input;
-6. ``fold-empty-contractions``: a matmul over a zero-length dimension is its zero init
+- ``fold-empty-contractions``: a matmul over a zero-length dimension is its zero init
    (iree-compile crashes on it).
 
 The fixes are lowerkit's own Python passes (python/lowerkit/passes/), each for a defect of
@@ -39,17 +41,14 @@ from __future__ import annotations
 
 import sys
 
-from lowerkit import PassPipelineStage, Pipeline, PythonPassStage
+from lowerkit import PassPipelineStage, Pipeline
 from lowerkit.custom_ops import lower_custom_ops
-from lowerkit.passes import (bool_mask_index_put, conv_overhang, empty_contractions,
-                             unit_window_pooling, widen_unsigned)
+from lowerkit.pass_stages import factory
 
 NAME = "torch-to-linalg"
-
-
-def _python_pass(module) -> PythonPassStage:
-    """A stage of one of lowerkit's pass modules (``NAME``, ``run`` and a docstring)."""
-    return PythonPassStage(module.NAME, module.run, description=module.__doc__.splitlines()[0])
+# lowerkit's own passes on the torch dialect, before torch-mlir's backend contract
+TORCH_FIXES = ("widen-unsigned", "rewrite-bool-mask-index-put", "rewrite-unit-window-pooling",
+               "trim-conv-overhang", "pad-pool-overhang", "replace-empty-views", "fold-empty-cat")
 
 
 def build_pipeline() -> Pipeline:
@@ -57,8 +56,7 @@ def build_pipeline() -> Pipeline:
         NAME,
         [
             lower_custom_ops(),
-            *(_python_pass(p) for p in (widen_unsigned, bool_mask_index_put, unit_window_pooling,
-                                        conv_overhang)),
+            *(factory(name)() for name in TORCH_FIXES),
             PassPipelineStage(
                 "torch-backend-contract",
                 "func.func(torch-match-quantized-custom-ops),"
@@ -68,7 +66,7 @@ def build_pipeline() -> Pipeline:
                 "linalg-on-tensors",
                 "torch-backend-to-linalg-on-tensors-backend-pipeline",
             ),
-            _python_pass(empty_contractions),
+            factory("fold-empty-contractions")(),
         ],
         description="raw torch -> torch backend contract -> linalg on tensors",
     )

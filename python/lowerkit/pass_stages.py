@@ -1,15 +1,51 @@
 """Stage factories for the passes in `lowerkit.passes`, as the ``passes`` registry lists them.
 
-Those modules hold plain ``run(op, pass_)`` functions; here each becomes a named
-`PythonPassStage`, so ``lowerkit-opt --pass=NAME`` and pipelines build the same stage.
+Those modules hold plain ``run(op, pass_)`` functions with a ``NAME``; here each becomes a
+named `PythonPassStage`, so ``lowerkit-opt --pass=NAME`` and pipelines build the same stage.
 """
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+from typing import Callable
+
 from .stage import PythonPassStage
 
+# pass name -> module in lowerkit.passes; the torch-dialect fixes first, in pipeline order
+MODULES = {
+    "widen-unsigned": "widen_unsigned",
+    "rewrite-bool-mask-index-put": "bool_mask_index_put",
+    "rewrite-unit-window-pooling": "unit_window_pooling",
+    "trim-conv-overhang": "conv_overhang",
+    "pad-pool-overhang": "pool_overhang",
+    "replace-empty-views": "empty_view",
+    "fold-empty-cat": "empty_cat",
+    "fold-empty-contractions": "empty_contractions",
+}
 
-def rewrite_bool_mask_index_put() -> PythonPassStage:
-    from .passes import bool_mask_index_put as p
 
-    return PythonPassStage(p.NAME, p.run, description=p.__doc__.splitlines()[0])
+def python_pass(module: ModuleType) -> PythonPassStage:
+    """The stage of one pass module (its ``NAME``, ``run`` and first docstring line)."""
+    return PythonPassStage(module.NAME, module.run, description=module.__doc__.splitlines()[0])
+
+
+def factory(name: str) -> Callable[[], PythonPassStage]:
+    def make() -> PythonPassStage:
+        return python_pass(importlib.import_module(f"lowerkit.passes.{MODULES[name]}"))
+
+    make.__name__ = MODULES[name]
+    return make
+
+
+def registry_entries() -> dict[str, str]:
+    """``name -> "lowerkit.pass_stages:<module>"`` for the ``passes`` registry."""
+    return {name: f"lowerkit.pass_stages:{module}" for name, module in MODULES.items()}
+
+
+def __getattr__(attr: str) -> Callable[[], PythonPassStage]:
+    # "lowerkit.pass_stages:widen_unsigned" resolves to the factory of that pass
+    for name, module in MODULES.items():
+        if module == attr:
+            return factory(name)
+    raise AttributeError(attr)

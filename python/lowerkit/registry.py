@@ -82,11 +82,16 @@ pipelines: Registry = Registry(
 
 # Python passes (and other single stages) by kebab-case name; a factory takes the pass's
 # options as keyword arguments and returns a Stage.
+def _pass_modules() -> dict[str, str]:
+    from .pass_stages import registry_entries  # a table of names, no pass is imported
+
+    return registry_entries()
+
+
 passes: Registry = Registry(
     "passes",
     {
         "lower-custom-ops": "lowerkit.custom_ops:lower_custom_ops",
-        "rewrite-bool-mask-index-put": "lowerkit.pass_stages:rewrite_bool_mask_index_put",
         "check-no-custom-ops": "lowerkit.irdl:check_no_custom_ops_stage",
         "raise-to-fused": "lowerkit.pipelines.fused_ops:raise_to_fused",
         "lower-fused-to-linalg": "lowerkit.pipelines.fused_ops:lower_fused_to_linalg",
@@ -94,6 +99,7 @@ passes: Registry = Registry(
         "erase-zero-add": "lowerkit.pipelines.stage_kinds:erase_zero_add",
         "mark-linalg-ops": "lowerkit.pipelines.stage_kinds:mark_linalg_ops",
         "count-ops": "lowerkit.pipelines.stage_kinds:count_ops",
+        **_pass_modules(),
     },
 )
 

@@ -30,10 +30,8 @@ LONG_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_EXAMPLES", "2000"))
 
 # Defects the fuzzer found that have an xfail regression in test_fuzz_regressions.py and whose
 # fix is not in the default pipeline yet: the sweep counts them apart instead of failing.
-KNOWN_DEFECTS = {
-    # also a batched matmul with an empty result, which torch.export writes with views
-    "view/reshape of an empty tensor: SIGFPE in torch-mlir (replace-empty-views)":
-        lambda o: "SIGFPE" in o.message and any(s in o.program.source for s in (".reshape(", ".view(", " @ ")),
+KNOWN_DEFECTS: dict = {
+    # name -> predicate on an Outcome, for defects with an xfail regression and no fix yet
 }
 
 
