@@ -81,7 +81,7 @@ _ENTRIES = [
     _m("index_ops", "ops"),
     _m("normalisations", "ops", atol=1e-3),
     _m("mlp", "ops"),
-    _m("nonpersistent_buffer", "ops", "known-failure"),
+    _m("nonpersistent_buffer", "ops"),
     _m("gemm", "ops", "slow", "gemm", atol=1e-2),
 ]
 

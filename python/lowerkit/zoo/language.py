@@ -182,9 +182,8 @@ class Llama(nn.Module):
         self.norm = RMSNorm(dim)
         self.lm_head = nn.Linear(dim, vocab, bias=False)
         cos, sin = rope_tables(dim // heads, max_len)
-        # persistent: torch-mlir's frozen import misses non-persistent buffers (ops.py shows it)
-        self.register_buffer("cos", cos)
-        self.register_buffer("sin", sin)
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
 
     def empty_cache(self, batch: int):
         l0 = self.layers[0]

@@ -195,9 +195,6 @@ class NonPersistentBuffer(nn.Module):
 
 
 def nonpersistent_buffer():
-    """A buffer registered with ``persistent=False`` (as LLaMA's rotary tables usually are).
-
-    Known failure: torch-mlir's ``import_frozen_program`` looks buffers up in ``state_dict``
-    only, and torch.export keeps non-persistent ones in ``constants``.
-    """
+    """A buffer registered with ``persistent=False`` (as LLaMA's rotary tables usually are):
+    torch.export keeps it among the constants, where torch-mlir's importer does not look."""
     return NonPersistentBuffer(), (torch.randn(4, 16),)
