@@ -154,13 +154,14 @@ def lower_fused_to_linalg() -> ConversionStage:
 
 
 def build_pipeline() -> Pipeline:
-    from lowerkit.pass_stages import rewrite_bool_mask_index_put
+    from lowerkit.pass_stages import factory
+    from lowerkit.pipelines.torch_to_linalg import TORCH_FIXES
 
     return Pipeline(
         NAME,
         [
             lower_custom_ops(),
-            rewrite_bool_mask_index_put(),
+            *(factory(name)() for name in TORCH_FIXES),  # the default pipeline's own fixes
             PassPipelineStage(
                 "torch-backend-contract",
                 "func.func(torch-match-quantized-custom-ops),"
@@ -171,6 +172,7 @@ def build_pipeline() -> Pipeline:
             PassPipelineStage(
                 "linalg-on-tensors", "torch-backend-to-linalg-on-tensors-backend-pipeline",
             ),
+            factory("fold-empty-contractions")(),
         ],
         description="torch-to-linalg with gelu/silu raised into the fused dialect and lowered to linalg.generic",
     )
