@@ -8,6 +8,7 @@ structure (tensor, tuple, list, dict, nested, with None or ints beside tensors).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -90,12 +91,16 @@ class CallSignature:
 
     def flatten_inputs(self, args: tuple, kwargs: dict) -> list[torch.Tensor]:
         """Check a call against the signature; return the tensors the executable takes."""
-        leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs or {})))
-        if spec != self.in_spec:
-            raise InputError(
-                f"arguments do not match the compiled signature {self.describe_inputs()}: "
-                f"got {_describe_call(args, kwargs)}"
-            )
+        if not kwargs and len(args) == self._positional_tensors and all(
+                type(a) is torch.Tensor for a in args):
+            leaves = list(args)  # the common call: tensors only, nothing to flatten
+        else:
+            leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs or {})))
+            if spec != self.in_spec:
+                raise InputError(
+                    f"arguments do not match the compiled signature {self.describe_inputs()}: "
+                    f"got {_describe_call(args, kwargs)}"
+                )
         tensors: list[torch.Tensor] = []
         bound: dict[str, int] = {}
         for i, (value, leaf) in enumerate(zip(leaves, self.in_leaves)):
@@ -133,7 +138,21 @@ class CallSignature:
             tensors.append(value)
         return tensors
 
+    @functools.cached_property
+    def _positional_tensors(self) -> int:
+        """n when the program takes exactly n positional tensors (the fast path), else -1."""
+        n = len(self.in_leaves)
+        plain = pytree.tree_flatten((tuple(range(n)), {}))[1]
+        return n if plain == self.in_spec and all(isinstance(l, TensorSpec)
+                                                  for l in self.in_leaves) else -1
+
+    @functools.cached_property
+    def _single_output(self) -> bool:
+        return self.out_spec.is_leaf() and isinstance(self.out_leaves[0], TensorSpec)
+
     def unflatten_outputs(self, tensors: list[Any]) -> Any:
+        if self._single_output:
+            return _as_dtype(tensors[0], self.out_leaves[0].dtype)
         it = iter(tensors)
         leaves = [_as_dtype(next(it), l.dtype) if isinstance(l, TensorSpec) else l.value
                   for l in self.out_leaves]
