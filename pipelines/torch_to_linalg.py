@@ -21,7 +21,8 @@ The stages, in torch-mlir's MLIR build:
 - ``trim-conv-overhang``: explicit padding for convolutions whose window overhangs the input
    (IREE rejects them); ``pad-pool-overhang`` the same for ceil-mode max pooling;
    ``replace-empty-views`` and ``fold-empty-cat``: views and cats of empty tensors, on which
-   torch-mlir's linalg conversion crashes or builds invalid IR;
+   torch-mlir's linalg conversion crashes or builds invalid IR; ``normalize-unit-slices``:
+   step 1 for a strided slice of one element (IREE rejects the strided layout);
 - ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
    shapes and dtypes refined, ops decomposed to those the backends accept);
 - ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
@@ -48,7 +49,8 @@ from lowerkit.pass_stages import factory
 NAME = "torch-to-linalg"
 # lowerkit's own passes on the torch dialect, before torch-mlir's backend contract
 TORCH_FIXES = ("widen-unsigned", "rewrite-bool-mask-index-put", "rewrite-unit-window-pooling",
-               "trim-conv-overhang", "pad-pool-overhang", "replace-empty-views", "fold-empty-cat")
+               "trim-conv-overhang", "pad-pool-overhang", "replace-empty-views", "fold-empty-cat",
+               "normalize-unit-slices")
 
 
 def build_pipeline() -> Pipeline:

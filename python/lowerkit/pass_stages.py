@@ -21,6 +21,7 @@ MODULES = {
     "pad-pool-overhang": "pool_overhang",
     "replace-empty-views": "empty_view",
     "fold-empty-cat": "empty_cat",
+    "normalize-unit-slices": "unit_slices",
     "fold-empty-contractions": "empty_contractions",
 }
 
