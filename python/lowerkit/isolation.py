@@ -50,6 +50,9 @@ def _restore_diags(items: list) -> list[_Diag]:
 def _child(stage: Any, module: Any, fd: int) -> None:
     from .bridge import to_bytecode
 
+    import faulthandler
+
+    faulthandler.disable()  # a crash here is reported by the parent, with the stage's name
     try:
         module.context.enable_multithreading(False)  # the parent's worker threads are not here
         capture = DiagnosticCapture(module.context)
