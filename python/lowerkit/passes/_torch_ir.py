@@ -73,6 +73,22 @@ def make_none() -> Any:
     return ir.Operation.create("torch.constant.none", results=[ir.Type.parse("!torch.none")]).results[0]
 
 
+def make_float(v: float) -> Any:
+    from torch_mlir import ir
+
+    return ir.Operation.create(
+        "torch.constant.float", results=[ir.Type.parse("!torch.float")],
+        attributes={"value": ir.FloatAttr.get(ir.F64Type.get(), v)},
+    ).results[0]
+
+
+def make_bool(v: bool) -> Any:
+    from torch_mlir import ir
+
+    return ir.Operation.create("torch.constant.bool", results=[ir.Type.parse("!torch.bool")],
+                               attributes={"value": ir.BoolAttr.get(v)}).results[0]
+
+
 def make_int_list(values: list[int]) -> Any:
     from torch_mlir import ir
 
@@ -95,6 +111,27 @@ def make_slice(x: Any, dim: int, start: int, end: int, step: int) -> Any:
     return make_op("torch.aten.slice.Tensor",
                    [x, make_int(dim), make_int(start), make_int(end), make_int(step)],
                    vtensor_type(out, dtype))
+
+
+def crop_and_pad(x: Any, lead: int, before: list[int], after: list[int], value: float) -> Any:
+    """Pad the spatial dims (those after the first ``lead``) by ``before``/``after`` with
+    ``value``; a negative ``after`` crops that many trailing rows instead."""
+    n = len(before)
+    shape, dtype = vtensor(x)
+    after = list(after)
+    for i in range(n):
+        if after[i] < 0:  # rows that are never read
+            x = make_slice(x, lead + i, 0, shape[lead + i] + after[i], 1)
+            after[i] = 0
+    if not any(before) and not any(after):
+        return x
+    pads = []
+    for i in reversed(range(n)):  # constant_pad_nd lists the last dim first
+        pads += [before[i], after[i]]
+    cropped, _ = vtensor(x)
+    padded = cropped[:lead] + [cropped[lead + i] + before[i] + after[i] for i in range(n)]
+    return make_op("torch.aten.constant_pad_nd", [x, make_int_list(pads), make_float(value)],
+                   vtensor_type(padded, dtype))
 
 
 def rewrite_each(module_op: Any, names: set[str], rewrite: Callable[[Any], list[Any] | None]) -> int:

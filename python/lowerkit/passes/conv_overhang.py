@@ -17,15 +17,6 @@ from . import _torch_ir as t
 NAME = "trim-conv-overhang"
 
 
-def _make_float(v: float) -> Any:
-    from torch_mlir import ir
-
-    return ir.Operation.create(
-        "torch.constant.float", results=[ir.Type.parse("!torch.float")],
-        attributes={"value": ir.FloatAttr.get(ir.F64Type.get(), v)},
-    ).results[0]
-
-
 def _rewrite(op: Any) -> list[Any] | None:
     ops = list(op.operands)
     x, w = ops[0], ops[1]
@@ -46,18 +37,7 @@ def _rewrite(op: Any) -> list[Any] | None:
         after.append(needed - spatial[i] - padding[i])
     if after == list(padding) or needed <= 0:
         return None  # every padded row is read: nothing to trim
-    for i in range(n):
-        if after[i] < 0:  # rows of the input itself are never read: crop them
-            x = t.make_slice(x, 2 + i, 0, spatial[i] + after[i], 1)
-            after[i] = 0
-    if any(before) or any(after):
-        pads = []
-        for i in reversed(range(n)):
-            pads += [before[i], after[i]]
-        xshape, _ = t.vtensor(x)
-        padded = xshape[:2] + [xshape[2 + i] + before[i] + after[i] for i in range(n)]
-        x = t.make_op("torch.aten.constant_pad_nd", [x, t.make_int_list(pads), _make_float(0.0)],
-                      t.vtensor_type(padded, dtype))
+    x = t.crop_and_pad(x, 2, before, after, 0.0)
     new_ops = [x, w, ops[2], ops[3], t.make_int_list([0] * n), *ops[5:]]
     return [t.make_op("torch.aten.convolution", new_ops, op.results[0].type)]
 

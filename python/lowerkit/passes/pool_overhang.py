@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from . import _torch_ir as t
-from .conv_overhang import _make_float
 
 NAME = "pad-pool-overhang"
 _POOLS = {"torch.aten.max_pool1d", "torch.aten.max_pool2d", "torch.aten.max_pool3d",
@@ -50,24 +49,11 @@ def _rewrite(op: Any) -> list[Any] | None:
         after.append(needed - spatial[i] - padding[i])
     if after == list(padding):
         return None  # the windows end exactly at the padded input: nothing overhangs
-    for i in range(n):
-        if after[i] < 0:  # input rows never read: crop them
-            x = t.make_slice(x, lead + i, 0, spatial[i] + after[i], 1)
-            after[i] = 0
-    if any(before) or any(after):
-        pads = []
-        for i in reversed(range(n)):
-            pads += [before[i], after[i]]
-        xshape, _ = t.vtensor(x)
-        padded = xshape[:lead] + [xshape[lead + i] + before[i] + after[i] for i in range(n)]
-        x = t.make_op("torch.aten.constant_pad_nd",
-                      [x, t.make_int_list(pads), _make_float(float("-inf"))],
-                      t.vtensor_type(padded, dtype))
+    x = t.crop_and_pad(x, lead, before, after, float("-inf"))
     from torch_mlir import ir
 
-    false = ir.Operation.create("torch.constant.bool", results=[ir.Type.parse("!torch.bool")],
-                                attributes={"value": ir.BoolAttr.get(False)}).results[0]
-    new_ops = [x, ops[1], t.make_int_list(stride), t.make_int_list([0] * n), ops[4], false]
+    new_ops = [x, ops[1], t.make_int_list(stride), t.make_int_list([0] * n), ops[4],
+               t.make_bool(False)]
     new = ir.Operation.create(op.name, results=[r.type for r in results], operands=new_ops)
     return list(new.results)
 

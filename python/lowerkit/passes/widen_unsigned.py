@@ -48,19 +48,10 @@ def _retyped(value: Any) -> Any:
 
 
 def _convert(value: Any, dtype_code: int, dtype: str) -> Any:
-    from torch_mlir import ir
-
-    f = ir.Operation.create("torch.constant.bool", results=[_bool_type()],
-                            attributes={"value": ir.BoolAttr.get(False)}).results[0]
+    f = t.make_bool(False)
     return t.make_op("torch.aten.to.dtype",
                      [value, t.make_int(dtype_code), f, f, t.make_none()],
                      t.vtensor_type(t.vtensor(value)[0], dtype))
-
-
-def _bool_type() -> Any:
-    from torch_mlir import ir
-
-    return ir.Type.parse("!torch.bool")
 
 
 def _wrap(value: Any) -> Any:
