@@ -49,6 +49,18 @@ class Build(enum.Enum):
         raise TypeError(f"expected an MLIR module of torch-mlir or IREE, got {type(module).__name__}")
 
 
+def parse_module_source(build: "Build", source: Any, context: Any) -> Any:
+    """A module from MLIR text, a ``.mlir`` Path, or a Python builder ``f(context)``: how
+    PDL pattern modules and transform scripts are given to stages."""
+    from pathlib import Path
+
+    if callable(source):
+        return source(context)
+    if isinstance(source, Path):
+        source = source.read_text()
+    return build.ir.Module.parse(source, context)
+
+
 def op_histogram(module: Any) -> Counter:
     """How many ops of each name a module holds (the module op itself excluded)."""
     counts: Counter = Counter()

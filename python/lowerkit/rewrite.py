@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
-from .build import Build
+from .build import Build, parse_module_source
 from .irdl import load_dialects
 from .stage import Stage, _check_name
 
@@ -134,12 +134,7 @@ class PDLStage(Stage):
         _check_name(self.name)
 
     def pdl_module(self, context: Any) -> Any:
-        source = self.pdl
-        if callable(source):
-            return source(context)
-        if isinstance(source, Path):
-            source = source.read_text()
-        return self.build.ir.Module.parse(source, context)
+        return parse_module_source(self.build, self.pdl, context)
 
     def apply(self, module: Any) -> Any:
         load_dialects(module.context, self.dialects)

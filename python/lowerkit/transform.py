@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .build import Build
+from .build import Build, parse_module_source
 from .errors import StageError
 from .irdl import load_dialects
 from .stage import Stage, _check_name
@@ -33,12 +33,7 @@ class TransformStage(Stage):
         _check_name(self.name)
 
     def script_module(self, context: Any) -> Any:
-        source = self.script
-        if callable(source):
-            return source(context)
-        if isinstance(source, Path):
-            source = source.read_text()
-        return self.build.ir.Module.parse(source, context)
+        return parse_module_source(self.build, self.script, context)
 
     def apply(self, module: Any) -> Any:
         load_dialects(module.context, self.dialects)
