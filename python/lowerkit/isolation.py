@@ -95,9 +95,7 @@ def run_isolated(stage: Any, module: Any) -> Any:
     if data[:1] == b"E":
         failure = json.loads(data[1:])
         raise ChildFailed(failure["message"], _restore_diags(failure["diagnostics"]))
-    ir = stage.build.ir
     # The child's passes loaded dialects (tm_tensor, linalg, ...) that this context may not
-    # have yet: running the stage on an empty module here loads them, cheaply.
-    with module.context, ir.Location.unknown():
-        stage.apply(ir.Module.create())
-    return ir.Module.parse(data[1:], context=module.context)
+    # have yet; the stage loads them here before the result is parsed.
+    stage.load_dialects(module.context)
+    return stage.build.ir.Module.parse(data[1:], context=module.context)

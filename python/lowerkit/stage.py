@@ -56,6 +56,9 @@ class Stage:
         """A shell command that replays this stage on a saved input, where one exists."""
         return None
 
+    def load_dialects(self, context: Any) -> None:
+        """Load into ``context`` the dialects this stage's output may use (for isolation)."""
+
     def __call__(self, module: Any) -> Any:
         """Run the stage on ``module`` (modified in place or replaced) and return the result."""
         self.check_module(module)
@@ -159,6 +162,11 @@ class PassPipelineStage(Stage):
 
     def replay_command(self, path: Path) -> str:
         return f"{self.build.opt_tool} --pass-pipeline='{self.pipeline}' {path}"
+
+    def load_dialects(self, context: Any) -> None:
+        # Running the pipeline on an empty module loads its passes' dependent dialects.
+        with context, self.build.ir.Location.unknown():
+            self.apply(self.build.ir.Module.create())
 
 
 @dataclass(repr=False)
