@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .build import Build, source_location
-from .errors import LowerkitError, OpDiagnostic, StageError
+from .errors import OpDiagnostic, StageError
 
 MAX_ROUNDS = 16
 _TORCH_QUALNAME = re.compile(r"'(\w+)::(\w+)'")

@@ -6,7 +6,7 @@ user's Python source line, so that a user never has to read a native stack dump.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 

@@ -21,7 +21,6 @@ apart (``compiler-error``: invalid IR made by the lowering, a bug, but not a wro
 from __future__ import annotations
 
 import os
-import textwrap
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable

@@ -17,7 +17,6 @@ import warnings
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from lowerkit.fuzz import (FuzzFailure, InputSpec, Outcome, Program, fuzz_targets, programs,
                            run_program)

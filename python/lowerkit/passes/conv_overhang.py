@@ -25,7 +25,7 @@ def _rewrite(op: Any) -> list[Any] | None:
     xs, ws, out = t.vtensor(x), t.vtensor(w), t.vtensor(op.results[0])
     if None in (stride, padding, dilation, xs, ws, out) or transposed is not False:
         return None
-    (shape, dtype), kernel, out_shape = xs, ws[0][2:], out[0]
+    (shape, _), kernel, out_shape = xs, ws[0][2:], out[0]
     n = len(kernel)
     spatial = shape[2:]
     if None in shape or None in kernel or None in out_shape or len(spatial) != n:

@@ -20,7 +20,7 @@ _VIEWS = {"torch.aten.view", "torch.aten.reshape", "torch.aten._unsafe_view"}
 
 
 def _rewrite(op: Any) -> list[Any] | None:
-    x, sizes = op.operands[0], op.operands[1]
+    x = op.operands[0]
     source, result = t.vtensor(x), t.vtensor(op.results[0])
     if source is None or result is None or None in source[0] or None in result[0]:
         return None
