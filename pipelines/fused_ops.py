@@ -29,8 +29,7 @@ import re
 import sys
 from typing import Any
 
-from lowerkit import PassPipelineStage, Pipeline
-from lowerkit.custom_ops import lower_custom_ops
+from lowerkit import Pipeline
 from lowerkit.rewrite import ConversionStage, GreedyRewriteStage, pattern
 
 NAME = "torch-to-linalg-fused"
@@ -154,26 +153,15 @@ def lower_fused_to_linalg() -> ConversionStage:
 
 
 def build_pipeline() -> Pipeline:
-    from lowerkit.pass_stages import factory
-    from lowerkit.pipelines.torch_to_linalg import TORCH_FIXES
+    """The default pipeline with gelu/silu raised into ``fused`` (after the backend contract)
+    and lowered to linalg before the rest goes to linalg-on-tensors."""
+    from lowerkit.pipelines.torch_to_linalg import build_pipeline as default_pipeline
 
+    stages = default_pipeline().stages
+    at = [s.name for s in stages].index("linalg-on-tensors")
     return Pipeline(
         NAME,
-        [
-            lower_custom_ops(),
-            *(factory(name)() for name in TORCH_FIXES),  # the default pipeline's own fixes
-            PassPipelineStage(
-                "torch-backend-contract",
-                "func.func(torch-match-quantized-custom-ops),"
-                "torchdynamo-export-to-torch-backend-pipeline",
-            ),
-            raise_to_fused(),
-            lower_fused_to_linalg(),
-            PassPipelineStage(
-                "linalg-on-tensors", "torch-backend-to-linalg-on-tensors-backend-pipeline",
-            ),
-            factory("fold-empty-contractions")(),
-        ],
+        [*stages[:at], raise_to_fused(), lower_fused_to_linalg(), *stages[at:]],
         description="torch-to-linalg with gelu/silu raised into the fused dialect and lowered to linalg.generic",
     )
 
