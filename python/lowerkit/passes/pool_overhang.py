@@ -1,4 +1,5 @@
-"""pad-pool-overhang: a ceil_mode max pooling whose last window overhangs gets explicit padding.
+"""pad-pool-overhang: a max pooling whose windows do not end at its padded input's end gets
+explicit padding and cropping.
 
 With ``ceil_mode=True`` the last window of a max pooling may run past the (padded) input, e.g.
 ``F.max_pool1d(x, 2, stride=3, ceil_mode=True)`` of a length-1 ``x``. IREE 3.13 then rejects the
@@ -7,6 +8,9 @@ shape's dimension #0 to be 4, but found 2"; found by lowerkit's fuzzer, see
 test_fuzz_regressions.py). Padding the input with -inf to exactly what the windows read (and
 cropping what they never reach), then pooling without padding or ceil_mode, gives the same
 result: a max never picks -inf, and eager never makes a window lying wholly in the padding.
+Without ceil_mode the opposite happens when the stride skips the padded input's tail, e.g.
+``F.max_pool2d(x, 2, stride=3, padding=1)`` of a 4x1 image reads 2 of its 3 padded columns;
+IREE then fails the same way once it folds the unit output dimension, so the tail is cropped.
 Floating-point max pooling only, indices unused; runs on the torch dialect.
 """
 
@@ -31,7 +35,7 @@ def _rewrite(op: Any) -> list[Any] | None:
     if len(results) > 1 and any(True for _ in results[1].uses):
         return None
     xs, out = t.vtensor(x), t.vtensor(results[0])
-    if None in (kernel, padding, dilation, xs, out) or ceil is not True:
+    if None in (kernel, padding, dilation, xs, out) or ceil is None:
         return None
     (shape, dtype), out_shape = xs, out[0]
     if dtype not in _FLOATS or None in shape or None in out_shape:
