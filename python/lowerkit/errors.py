@@ -69,6 +69,10 @@ class TargetError(LowerkitError, ValueError):
     """An unknown or unusable target, or a runtime driver that is not available."""
 
 
+class PipelineError(LowerkitError, ValueError):
+    """A pipeline was asked for a stage it does not have (``until=``, ``--until``)."""
+
+
 class RegistryError(LowerkitError, KeyError):
     """A name looked up in, or added to, a registry is unknown or already taken."""
 

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from . import bridge
 from .build import Build, module_asm, op_histogram
-from .errors import StageError
+from .errors import PipelineError, StageError
 from .instrument import Instrument
 from .stage import Stage, _check_name
 
@@ -116,8 +116,9 @@ class Pipeline(Stage):
             try:
                 stop = self._last_leaf_named(until)
             except KeyError:
-                raise ValueError(
-                    f"pipeline {self.name!r} has no stage {until!r}; stages: {self.stage_names}"
+                raise PipelineError(
+                    f"pipeline {self.name!r} has no stage {until!r}; stages: "
+                    f"{', '.join(self.stage_names)}"
                 ) from None
         instruments = list(instruments)
         result = Lowering(module)
