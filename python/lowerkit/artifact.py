@@ -74,7 +74,8 @@ class Artifact:
     def __call__(self, *args: Any, keep_on_device: bool = False, **kwargs: Any) -> Any:
         """Run like the original model. With ``keep_on_device=True`` the outputs are
         `DeviceTensor`s left on the device, which later calls take as inputs."""
-        if keep_on_device or _has_device_tensor(args, kwargs):
+        plain = not kwargs and all(type(a) is torch.Tensor for a in args)
+        if keep_on_device or (not plain and _has_device_tensor(args, kwargs)):
             if self.state:
                 raise LowerkitError("a program that mutates its buffers cannot keep data on the "
                                     "device yet; call it with host tensors")

@@ -30,8 +30,8 @@ _ELEMENT_TYPES = {
     torch.int32: (np.int32, "SINT_32"),
     torch.int64: (np.int64, "SINT_64"),
     torch.bool: (np.bool_, "BOOL_8"),
-    torch.complex64: (np.complex64, "COMPLEX_FLOAT_64"),
-    torch.complex128: (np.complex128, "COMPLEX_FLOAT_128"),
+    torch.complex64: (np.complex64, "COMPLEX_64"),
+    torch.complex128: (np.complex128, "COMPLEX_128"),
 }
 
 _NP_TO_TORCH = {
@@ -98,21 +98,20 @@ class Executable:
     def invoke(self, tensors: list[torch.Tensor], n_results: int) -> list[torch.Tensor]:
         path = self._host_path
         rt, device, context, fn = self.loaded if path is None else path.pick()
+        hal = _hal(rt)
+        alloc = device.allocator.allocate_buffer_copy
         args = rt.VmVariantList(len(tensors))
-        keep = []
         for t in tensors:
-            np_dtype, et = _ELEMENT_TYPES[t.dtype]
-            t = t.detach().contiguous()
-            arr = t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
-            keep.append(arr)
-            bv = device.allocator.allocate_buffer_copy(
-                memory_type=rt.MemoryType.DEVICE_LOCAL,
-                allowed_usage=rt.BufferUsage.DEFAULT | rt.BufferUsage.MAPPING,
-                device=device,
-                buffer=arr,
-                element_type=getattr(rt.HalElementType, et),
-            )
-            args.push_ref(bv)
+            if t.requires_grad:
+                t = t.detach()
+            if not t.is_contiguous():
+                t = t.contiguous()
+            if t.dtype is torch.bfloat16:
+                arr = t.view(torch.int16).numpy().view(np.uint16)
+            else:
+                arr = t.numpy()
+            args.push_ref(alloc(memory_type=hal.memory, allowed_usage=hal.usage, device=device,
+                                buffer=arr, element_type=hal.element_types[t.dtype]))
         results = rt.VmVariantList(n_results)
         try:
             if path is None or path.decided:
@@ -123,8 +122,11 @@ class Executable:
                 path.record(context, time.perf_counter() - start)
         except Exception as e:
             raise LowerkitError(f"the compiled program failed at run time on '{self.driver}': {e}") from e
-        return [self._to_torch(rt, device, results.get_as_object(i, rt.HalBufferView))
-                for i in range(len(results))]
+        view = rt.HalBufferView
+        if self.driver.startswith("local-"):  # host memory: the tensors alias IREE's buffers
+            return [_host_tensor(rt, results.get_as_object(i, view)) for i in range(n_results)]
+        return [self._to_torch(rt, device, results.get_as_object(i, view))
+                for i in range(n_results)]
 
     @staticmethod
     def _to_torch(rt: Any, device: Any, bv: Any) -> torch.Tensor:
@@ -137,6 +139,57 @@ class Executable:
             return torch.from_numpy(_read(rt, device, bv, np.uint8, shape).astype(np.bool_))
         np_dtype = rt.HalElementType.map_to_dtype(et)
         return torch.from_numpy(_read(rt, device, bv, np_dtype, shape))
+
+
+class _Hal:
+    """IREE enum values looked up once, not on every call (each lookup is a Python attribute
+    walk into the bindings, and a small program's call is only a few microseconds)."""
+
+    def __init__(self, rt: Any):
+        self.memory = rt.MemoryType.DEVICE_LOCAL
+        self.usage = rt.BufferUsage.DEFAULT | rt.BufferUsage.MAPPING
+        self.element_types = {dt: getattr(rt.HalElementType, name)
+                              for dt, (_, name) in _ELEMENT_TYPES.items()}
+        # IREE element type -> (numpy dtype to view the bytes as, torch dtype of the result)
+        self.to_torch: dict[Any, tuple[Any, torch.dtype]] = {}
+        for dt, (np_dtype, name) in _ELEMENT_TYPES.items():
+            self.to_torch[int(getattr(rt.HalElementType, name))] = (
+                np.dtype(np.int16 if dt is torch.bfloat16 else np_dtype), dt)
+        self.to_torch[int(rt.HalElementType.INT_8)] = (np.dtype(np.int8), torch.int8)
+        self.to_torch[int(rt.HalElementType.INT_16)] = (np.dtype(np.int16), torch.int16)
+        self.to_torch[int(rt.HalElementType.INT_32)] = (np.dtype(np.int32), torch.int32)
+        self.to_torch[int(rt.HalElementType.INT_64)] = (np.dtype(np.int64), torch.int64)
+
+
+_HAL: _Hal | None = None
+
+
+def _hal(rt: Any) -> _Hal:
+    global _HAL
+    if _HAL is None:
+        _HAL = _Hal(rt)
+    return _HAL
+
+
+def _host_tensor(rt: Any, bv: Any) -> torch.Tensor:
+    """A result of a host driver (local-sync, local-task) as a tensor over the buffer's own
+    memory, without a copy: the mapping keeps the buffer alive as long as the tensor."""
+    known = _hal(rt).to_torch.get(int(bv.element_type))
+    if known is None:  # an element type torch has no dtype for: numpy's reading of it
+        np_dtype = np.dtype(rt.HalElementType.map_to_dtype(bv.element_type))
+        dtype = _NP_TO_TORCH[np_dtype]
+    else:
+        np_dtype, dtype = known
+    shape = bv.shape
+    if 0 in shape:
+        return torch.zeros(shape, dtype=dtype)
+    array = bv.map().asarray(shape, np_dtype)
+    t = torch.from_numpy(array)
+    if dtype is torch.bfloat16:
+        return t.view(torch.bfloat16)
+    if dtype is torch.bool:
+        return t.view(torch.bool)
+    return t
 
 
 class _HostPath:

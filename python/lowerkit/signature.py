@@ -91,6 +91,14 @@ class CallSignature:
 
     def flatten_inputs(self, args: tuple, kwargs: dict) -> list[torch.Tensor]:
         """Check a call against the signature; return the tensors the executable takes."""
+        static = self._static_inputs
+        if static is not None and not kwargs and len(args) == len(static):
+            for value, (dtype, shape) in zip(args, static):  # the common call, checked cheaply
+                if type(value) is not torch.Tensor or value.dtype is not dtype \
+                        or value.shape != shape or not value.is_cpu:
+                    break  # the full check below says what is wrong
+            else:
+                return list(args)
         if not kwargs and len(args) == self._positional_tensors and all(
                 type(a) is torch.Tensor for a in args):
             leaves = list(args)  # the common call: tensors only, nothing to flatten
@@ -147,12 +155,30 @@ class CallSignature:
                                                   for l in self.in_leaves) else -1
 
     @functools.cached_property
+    def _static_inputs(self) -> tuple[tuple[torch.dtype, torch.Size], ...] | None:
+        """(dtype, shape) of each input when the program takes positional tensors of static
+        shapes only: such a call is checked by comparing these, with nothing to bind."""
+        if self._positional_tensors < 0 or not all(
+                all(isinstance(d, int) for d in l.shape) for l in self.in_leaves):
+            return None
+        return tuple((l.dtype, torch.Size(l.shape)) for l in self.in_leaves)
+
+    @functools.cached_property
+    def _tuple_of_tensors(self) -> bool:
+        """Whether the outputs are a flat tuple of tensors (a multi-output model's usual form)."""
+        n = len(self.out_leaves)
+        plain = pytree.tree_flatten(tuple(range(n)))[1]
+        return plain == self.out_spec and all(isinstance(l, TensorSpec) for l in self.out_leaves)
+
+    @functools.cached_property
     def _single_output(self) -> bool:
         return self.out_spec.is_leaf() and isinstance(self.out_leaves[0], TensorSpec)
 
     def unflatten_outputs(self, tensors: list[Any]) -> Any:
         if self._single_output:
             return _as_dtype(tensors[0], self.out_leaves[0].dtype)
+        if self._tuple_of_tensors:
+            return tuple(_as_dtype(t, l.dtype) for t, l in zip(tensors, self.out_leaves))
         it = iter(tensors)
         leaves = [_as_dtype(next(it), l.dtype) if isinstance(l, TensorSpec) else l.value
                   for l in self.out_leaves]
@@ -162,7 +188,7 @@ class CallSignature:
     def tensor_inputs(self) -> list[TensorSpec]:
         return [l for l in self.in_leaves if isinstance(l, TensorSpec)]
 
-    @property
+    @functools.cached_property
     def tensor_outputs(self) -> list[TensorSpec]:
         return [l for l in self.out_leaves if isinstance(l, TensorSpec)]
 
@@ -205,7 +231,7 @@ class CallSignature:
 def _as_dtype(t: Any, dtype: torch.dtype) -> Any:
     """Outputs come back as eager's dtype: MLIR's integers are signless, so IREE returns an
     ``i8`` buffer for a ``uint8`` result; the bits are the same, the type is eager's."""
-    if isinstance(t, torch.Tensor) and t.dtype != dtype:
+    if isinstance(t, torch.Tensor) and t.dtype is not dtype:
         if t.dtype.itemsize == dtype.itemsize and not t.dtype.is_floating_point \
                 and not dtype.is_floating_point:
             return t.view(dtype)

@@ -67,6 +67,22 @@ def test_inputs_are_not_written():
     assert torch.equal(x, x0) and torch.equal(y, y0)
 
 
+def test_outputs_are_the_callers_own(art):
+    """Outputs alias IREE's result buffers (no copy on host drivers): each call's are its own,
+    writable, and outlive later calls."""
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    first = art(x, y)
+    kept = [t.clone() for t in first]
+    for _ in range(50):
+        art(torch.randn(3, 4), torch.randn(3, 4))
+    for got, was in zip(first, kept):
+        assert torch.equal(got, was)
+    first[0].add_(1.0)
+    assert torch.equal(first[0], kept[0] + 1.0)
+    second = art(x, y)
+    assert torch.equal(second[0], kept[0]) and second[0].data_ptr() != first[0].data_ptr()
+
+
 def test_zero_size_inputs():
     def g(x, y):
         return x + 1, y.sum(1), torch.cat([x, x], 1)
