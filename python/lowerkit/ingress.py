@@ -108,11 +108,14 @@ class _StatefulProgram(torch.nn.Module):
 
 
 def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
-    """torch-mlir's decompositions (what its FX path would run), done here once."""
+    """torch-mlir's decompositions (what its FX path would run) and lowerkit's own
+    (`decompositions`), done here once."""
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
+    from . import decompositions
+
     try:
-        return exported.run_decompositions(get_decomposition_table())
+        return exported.run_decompositions({**get_decomposition_table(), **decompositions.table()})
     except Exception as e:
         raise IngressError(f"stage 'torch-decompose' failed: {type(e).__name__}: {e}") from e
 

@@ -1,0 +1,115 @@
+"""Decompositions lowerkit adds to torch-mlir's at import, where IREE's own lowering is slow.
+
+IREE 3.13 lowers ``sort``, ``topk`` and ``cumsum`` (``iree_linalg_ext.sort`` / ``.scan``) to
+serial loops on llvm-cpu: a 8x64 sort plus top-5 costs ~150 µs where eager takes 15 µs.
+Along a short dimension these ops have data-parallel forms that IREE vectorises and fuses:
+
+* ``sort`` / ``topk``: each element's rank is how many elements go before it (counted over all
+  pairs, ties broken by position, as eager's stable sort does); the element of rank ``k`` is
+  then gathered to place ``k``. O(n²) work, all of it parallel.
+* ``cumsum``: a Hillis-Steele scan, ``log2(n)`` steps of ``y + shifted(y)``; exact for integers,
+  and inf/NaN propagate as in a sequential sum (a triangular matmul would turn ``inf * 0`` into
+  NaN).
+
+Each applies only where it pays (static sizes, a short dimension) and otherwise returns
+``NotImplemented``, so that the op takes torch-mlir's usual path. ``LOWERKIT_DECOMPOSITIONS=0``
+turns them off, e.g. to compare against IREE's own lowering.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import torch
+
+aten = torch.ops.aten
+
+# Along longer dimensions the pairwise forms stop paying (n² for the sort, log2(n) passes over
+# the data for the scan) and the serial loops are kept.
+MAX_SORT_SIZE = 256
+MAX_SORT_PAIRS = 1 << 22  # elements of the n x n comparison over all rows
+MAX_SCAN_SIZE = 4096
+
+
+def _static(x: torch.Tensor) -> bool:
+    return all(isinstance(d, int) for d in x.shape)
+
+
+def _rank_order(x: torch.Tensor, descending: bool) -> torch.Tensor:
+    """Indices that sort ``x`` along its last dim, stably; NaN is the largest value, as in eager."""
+    n = x.shape[-1]
+    i_val, j_val = x.unsqueeze(-1), x.unsqueeze(-2)  # [..., n(i), 1], [..., 1, n(j)]
+    first, second = (j_val, i_val) if descending else (i_val, j_val)
+    goes_before = first > second  # element j goes before element i
+    ties = i_val == j_val
+    if x.is_floating_point():
+        i_nan, j_nan = i_val.isnan(), j_val.isnan()
+        nan_first = (j_nan & ~i_nan) if descending else (i_nan & ~j_nan)
+        goes_before = goes_before | nan_first
+        ties = ties | (i_nan & j_nan)
+    position = torch.arange(n, device=x.device)
+    earlier = position.unsqueeze(-1) > position  # [n(i), n(j)]: j comes earlier than i
+    rank = (goes_before | (ties & earlier)).sum(-1)  # [..., n(i)]
+    placed = rank.unsqueeze(-1) == position  # [..., n(i), n(k)]: element i lands at place k
+    return torch.where(placed, position.unsqueeze(-1), 0).sum(-2)  # [..., n(k)]
+
+
+def _sortable(x: torch.Tensor, dim: int) -> bool:
+    if not _static(x) or x.dim() == 0 or x.dtype == torch.bool or x.is_complex():
+        return False
+    n = x.shape[dim]
+    return 2 <= n <= MAX_SORT_SIZE and x.numel() * n <= MAX_SORT_PAIRS
+
+
+def _sort(x: torch.Tensor, dim: int = -1, descending: bool = False) -> Any:
+    if not _sortable(x, dim):
+        return NotImplemented
+    moved = x.movedim(dim, -1)
+    order = _rank_order(moved, descending)
+    values = torch.gather(moved, -1, order)
+    return values.movedim(-1, dim), order.movedim(-1, dim)
+
+
+def _sort_stable(x: torch.Tensor, *, stable: bool | None = None, dim: int = -1,
+                 descending: bool = False) -> Any:
+    return _sort(x, dim, descending)  # the rank order is stable either way
+
+
+def _topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
+          sorted: bool = True) -> Any:
+    if not isinstance(k, int) or not _sortable(x, dim):
+        return NotImplemented
+    moved = x.movedim(dim, -1)
+    order = _rank_order(moved, descending=largest)[..., :k]
+    values = torch.gather(moved, -1, order)
+    return values.movedim(-1, dim), order.movedim(-1, dim)
+
+
+def _cumsum(x: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> Any:
+    if not _static(x) or x.dim() == 0 or x.is_complex():
+        return NotImplemented
+    n = x.shape[dim]
+    if not 2 <= n <= MAX_SCAN_SIZE:
+        return NotImplemented
+    out_dtype = dtype or (x.dtype if x.is_floating_point() else torch.int64)
+    # Half-precision sums accumulate in float32, as eager's CPU kernel does.
+    work = torch.float32 if out_dtype in (torch.float16, torch.bfloat16) else out_dtype
+    y = x.movedim(dim, -1).to(work)
+    shift = 1
+    while shift < n:
+        y = y + torch.nn.functional.pad(y[..., : n - shift], (shift, 0))
+        shift *= 2
+    return y.to(out_dtype).movedim(-1, dim)
+
+
+def table() -> dict[Any, Callable]:
+    """lowerkit's decompositions by op overload (empty with ``LOWERKIT_DECOMPOSITIONS=0``)."""
+    if os.environ.get("LOWERKIT_DECOMPOSITIONS", "1") == "0":
+        return {}
+    return {
+        aten.sort.default: _sort,
+        aten.sort.stable: _sort_stable,
+        aten.topk.default: _topk,
+        aten.cumsum.default: _cumsum,
+    }
