@@ -19,12 +19,16 @@ The stages, in torch-mlir's MLIR build:
    nonzero-based form torch-mlir produces);
 - ``rewrite-unit-window-pooling``: 1x1-window pooling as a strided slice (IREE miscompiles it);
 - ``trim-conv-overhang``: explicit padding for convolutions whose window overhangs the input
-   (IREE rejects them); ``pad-pool-overhang`` the same for ceil-mode max pooling;
+   (IREE rejects them); ``pad-pool-overhang`` the same for max pooling whose windows overhang
+   or stop short of the padded input;
    ``replace-empty-views`` and ``fold-empty-cat``: views and cats of empty tensors, on which
    torch-mlir's linalg conversion crashes or builds invalid IR; ``normalize-unit-slices``:
    step 1 for a strided slice of one element (IREE rejects the strided layout);
 - ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
    shapes and dtypes refined, ops decomposed to those the backends accept);
+- ``batch-unbatched-pooling``: pooling of ``[C, H, W]`` as pooling of ``[1, C, H, W]``
+   (torch-mlir only lowers the batched form; after the contract, which makes more poolings,
+   e.g. of ``adaptive_max_pool2d``);
 - ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
    which IREE takes as input;
 - ``fold-empty-contractions``: a matmul over a zero-length dimension is its zero init
@@ -64,6 +68,7 @@ def build_pipeline() -> Pipeline:
                 "func.func(torch-match-quantized-custom-ops),"
                 "torchdynamo-export-to-torch-backend-pipeline",
             ),
+            factory("batch-unbatched-pooling")(),
             PassPipelineStage(
                 "linalg-on-tensors",
                 "torch-backend-to-linalg-on-tensors-backend-pipeline",

@@ -16,6 +16,7 @@ from .stage import PythonPassStage
 MODULES = {
     "widen-unsigned": "widen_unsigned",
     "rewrite-bool-mask-index-put": "bool_mask_index_put",
+    "batch-unbatched-pooling": "unbatched_pooling",
     "rewrite-unit-window-pooling": "unit_window_pooling",
     "trim-conv-overhang": "conv_overhang",
     "pad-pool-overhang": "pool_overhang",

@@ -160,3 +160,24 @@ def test_strided_slice_returned_beside_its_use():
     a = torch.arange(2).reshape(1, 1, 1, 2)
     art = lowerkit.compile(strided_slice_and_its_use, (a,))
     assert_matches_eager(art(a), strided_slice_and_its_use(a))
+
+
+# -- pooling of an unbatched input ([C, H, W]) -------------------------------------------------
+# torch-mlir: "failed to legalize operation 'torch.aten.max_pool2d' that was explicitly marked
+# illegal" (fuzzer seed 20261122, programs 78 and 152-155); batch-unbatched-pooling adds the
+# batch dim of one, also for poolings the backend contract makes (adaptive_max_pool2d).
+UNBATCHED_CASES = [
+    ("max2d", lambda x: F.max_pool2d(x, 2), (3, 4, 4)),
+    ("max2d-padded", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), (3, 5, 5)),
+    ("max2d-ceil", lambda x: F.max_pool2d(x, 2, stride=2, ceil_mode=True), (1, 3, 3)),
+    ("max1d", lambda x: F.max_pool1d(x, 2), (3, 5)),
+    ("adaptive-max2d", lambda x: F.adaptive_max_pool2d(x, 1), (2, 3, 3)),
+    ("avg2d", lambda x: F.avg_pool2d(x, 2), (3, 4, 4)),
+]
+
+
+@pytest.mark.parametrize("name,fn,shape", UNBATCHED_CASES, ids=[c[0] for c in UNBATCHED_CASES])
+def test_unbatched_pooling(name, fn, shape):
+    x = torch.randn(shape)
+    art = lowerkit.compile(fn, (x,))
+    assert_matches_eager(art(x), fn(x))
