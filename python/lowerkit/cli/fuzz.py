@@ -15,7 +15,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shrink", action="store_true",
                    help="stop at the first failure and shrink it to a minimal program")
     p.add_argument("--show", type=int, default=5, help="failing programs to print (default: 5)")
-    p.add_argument("--json", default=None, metavar="FILE", help="also write every outcome as JSON")
+    p.add_argument("--json", default=None, metavar="FILE",
+                   help="also write every outcome as JSON, one line each as it comes (JSON Lines)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -33,8 +34,15 @@ def main(args: argparse.Namespace) -> int:
     targets = fuzz_targets() if args.target == "all" else args.target.split(",")
     counts = {t: Counter() for t in targets}
     start = time.perf_counter()
+    # Outcomes go to the file as they come, so that a long run can be read (or stopped) midway.
+    journal = open(args.json, "w") if args.json else None
 
     def seen(o):
+        if journal is not None:
+            journal.write(json.dumps({"n": sum(counts[o.target].values()) + 1, "kind": o.kind,
+                                      "target": o.target, "message": o.message,
+                                      "source": o.program.source if o.program else None}) + "\n")
+            journal.flush()
         counts[o.target][o.kind] += 1
         n = sum(counts[o.target].values())
         mark = {"passed": "[green]✓", "clear": "[dim]·", "compiler-error": "[yellow]![/]"}.get(o.kind, "[red]✗")
@@ -76,8 +84,6 @@ def main(args: argparse.Namespace) -> int:
         title = "minimal failing program" if args.shrink else "failing program"
         console.print(f"[bold red]{title}[/] ({o.kind} on {o.target}): {o.message}", highlight=False)
         console.print(o.program.source, markup=False, highlight=False)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump([{"kind": o.kind, "target": o.target, "message": o.message,
-                        "source": o.program.source if o.program else None} for o in outcomes], f, indent=1)
+    if journal is not None:
+        journal.close()
     return 1 if failures else 0
