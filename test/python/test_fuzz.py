@@ -109,6 +109,16 @@ def test_outcome_kinds():
         assert Outcome(kind).failed
 
 
+def test_half_precision_on_the_way_sets_the_tolerance():
+    """An f16 result cast to f32 keeps f16's rounding: compared at f16's tolerance (fuzzer seed
+    20261122, program 196: sigmoid in f16, one ulp = 4.9e-4, then .to(torch.float32))."""
+    p = Program((InputSpec("a", (4, 8), torch.float16),),
+                ("v1 = torch.sigmoid(a)", "v2 = v1.to(torch.float32)"), ("v2",), 196)
+    outcome = run_program(p)
+    assert outcome.kind == "passed", outcome.describe()
+    assert "rtol=0.01" in outcome.message
+
+
 # -- the sweeps ------------------------------------------------------------------------------
 @settings(max_examples=CI_EXAMPLES, deadline=None, database=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
