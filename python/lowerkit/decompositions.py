@@ -56,8 +56,8 @@ def _rank_order(x: torch.Tensor, descending: bool) -> torch.Tensor:
 
 
 def _sortable(x: torch.Tensor, dim: int) -> bool:
-    if not _static(x) or x.dim() == 0 or x.dtype == torch.bool or x.is_complex():
-        return False
+    if not _static(x) or x.dim() == 0 or x.dtype in (torch.bool, torch.uint8) or x.is_complex():
+        return False  # uint8 goes through widen-unsigned's sort (the gathered form fails on Vulkan)
     n = x.shape[dim]
     return 2 <= n <= MAX_SORT_SIZE and x.numel() * n <= MAX_SORT_PAIRS
 
