@@ -27,14 +27,14 @@ def _rewrite(op: Any) -> list[Any] | None:
     if xs is None or len(xs[0]) != _SPATIAL[op.name] + 1:
         return None
     shape, dtype = xs
-    batched = t.make_op("torch.aten.unsqueeze", [operands[0], t.make_int(0)],
-                        t.vtensor_type([1, *shape], dtype))
     types = []
-    for r in op.results:
+    for r in op.results:  # checked before any op is built, so a refusal leaves nothing behind
         rs = t.vtensor(r)
         if rs is None or None in rs[0]:
             return None
         types.append(t.vtensor_type([1, *rs[0]], rs[1]))
+    batched = t.make_op("torch.aten.unsqueeze", [operands[0], t.make_int(0)],
+                        t.vtensor_type([1, *shape], dtype))
     pooled = ir.Operation.create(op.name, results=types, operands=[batched, *operands[1:]])
     return [t.make_op("torch.aten.squeeze.dim", [r, t.make_int(0)], old.type)
             for r, old in zip(pooled.results, op.results)]
