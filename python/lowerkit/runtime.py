@@ -383,18 +383,14 @@ class DeviceTensor:
 
 def upload(rt: Any, device: Any, tensor: torch.Tensor) -> Any:
     """A torch tensor copied into a buffer view on ``device``."""
-    _, et = _ELEMENT_TYPES[tensor.dtype]
+    hal = _hal(rt)
     t = tensor.detach().contiguous()
     if t.device.type != "cpu":
         t = t.cpu()
     arr = t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
     return device.allocator.allocate_buffer_copy(
-        memory_type=rt.MemoryType.DEVICE_LOCAL,
-        allowed_usage=rt.BufferUsage.DEFAULT | rt.BufferUsage.MAPPING,
-        device=device,
-        buffer=arr,
-        element_type=getattr(rt.HalElementType, et),
-    )
+        memory_type=hal.memory, allowed_usage=hal.usage, device=device, buffer=arr,
+        element_type=hal.element_types[t.dtype])
 
 
 def _torch_dtype(rt: Any, element_type: Any) -> torch.dtype:
