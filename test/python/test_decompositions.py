@@ -1,5 +1,6 @@
 """lowerkit's import-time decompositions (`lowerkit.decompositions`): sort, topk and cumsum in
-data-parallel form give eager's answers, apply only where they pay, and can be turned off."""
+data-parallel form and convolutions as one matmul per kernel tap give eager's answers, apply
+only where they pay, and can be turned off."""
 
 from __future__ import annotations
 
@@ -92,3 +93,51 @@ def test_decompositions_can_be_turned_off(monkeypatch):
     monkeypatch.setenv("LOWERKIT_DECOMPOSITIONS", "0")
     ops = lowered_ops(lambda x: torch.topk(x, 2), (torch.randn(3, 8),))
     assert any(op.startswith("tm_tensor.") for op in ops), ops
+
+
+CONVS = [
+    ("2d-3x3-pad", torch.nn.Conv2d(16, 8, 3, 1, 1), (1, 16, 12, 10)),
+    ("2d-stride-batch", torch.nn.Conv2d(16, 8, 3, 2, 1), (2, 16, 11, 9)),
+    ("2d-dilated-no-bias", torch.nn.Conv2d(16, 8, (1, 3), (2, 1), (0, 2), dilation=(1, 2),
+                                           bias=False), (1, 16, 7, 9)),
+    ("1d-dilated", torch.nn.Conv1d(32, 32, 3, dilation=4), (1, 32, 50)),
+    ("1d-stride-pad-batch", torch.nn.Conv1d(8, 4, 5, stride=3, padding=2), (3, 8, 17)),
+]
+
+
+@pytest.mark.parametrize("name,conv,shape", CONVS, ids=[c[0] for c in CONVS])
+def test_convolution_per_tap_matches_eager(name, conv, shape):
+    torch.manual_seed(0)
+    conv = conv.eval()
+    x = torch.randn(*shape)
+    art = lowerkit.compile(conv, (x,), cache=False)
+    with torch.no_grad():
+        expected = conv(x)
+    got = art(x)
+    assert got.shape == expected.shape
+    assert_matches(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_convolutions_become_matmuls():
+    conv2d = torch.nn.Conv2d(16, 8, 3, 1, 1)
+    conv1d = torch.nn.Conv1d(16, 8, 3, dilation=2)
+    ops = lowered_ops(lambda x, y: (conv2d(x), conv1d(y)),
+                      (torch.randn(1, 16, 8, 8), torch.randn(1, 16, 20)))
+    assert not any(op.startswith("linalg.conv") for op in ops), ops
+    assert "linalg.matmul" in ops, ops
+
+
+@pytest.mark.parametrize("conv,shape", [
+    (torch.nn.Conv2d(3, 8, 3, 1, 1), (1, 3, 8, 8)),                # too few input channels
+    (torch.nn.Conv2d(16, 16, 3, 1, 1, groups=16), (1, 16, 8, 8)),  # depthwise
+    (torch.nn.Conv2d(16, 8, 1), (1, 16, 8, 8)),                    # one tap: IREE's own matmul
+    (torch.nn.Conv2d(16, 8, 5, 1, 2), (1, 16, 8, 8)),              # 25 taps
+    (torch.nn.ConvTranspose2d(16, 8, 3), (1, 16, 8, 8)),           # transposed
+], ids=["rgb", "depthwise", "1x1", "5x5", "transposed"])
+def test_other_convolutions_keep_the_usual_path(conv, shape):
+    ops = lowered_ops(conv.eval(), (torch.randn(*shape),))
+    assert any(op.startswith("linalg.conv") or op.startswith("linalg.depthwise")
+               or op == "linalg.matmul" or op == "linalg.generic" for op in ops), ops
+    if not isinstance(conv, torch.nn.Conv2d) or conv.kernel_size != (1, 1):
+        assert any(op.startswith("linalg.conv") or op.startswith("linalg.depthwise")
+                   for op in ops), ops
