@@ -104,6 +104,27 @@ def make_op(name: str, operands: list[Any], result_type: Any) -> Any:
     return ir.Operation.create(name, results=[result_type], operands=operands).results[0]
 
 
+def make_literal(shape: list[int], dtype: str, values: list[float] | list[int]) -> Any:
+    """A ``torch.vtensor.literal`` of ``values`` (row-major) with the given shape and element
+    type, a float type such as ``f32`` or ``bf16`` or a signed integer one such as ``si64``."""
+    from torch_mlir import ir
+
+    scalar = int if dtype.startswith("si") else float
+    element = f"i{dtype[2:]}" if dtype.startswith("si") else dtype  # the builtin tensor's type
+
+    def nest(flat, dims):
+        if not dims:
+            return repr(scalar(flat[0]))
+        step = len(flat) // dims[0] if dims[0] else 0
+        return "[" + ", ".join(nest(flat[i * step:(i + 1) * step], dims[1:])
+                               for i in range(dims[0])) + "]"
+
+    dims = "x".join(str(d) for d in shape)
+    attr = ir.Attribute.parse(f"dense<{nest(values, list(shape))}> : tensor<{dims}{'x' if dims else ''}{element}>")
+    return ir.Operation.create("torch.vtensor.literal", results=[vtensor_type(shape, dtype)],
+                               attributes={"value": attr}).results[0]
+
+
 def make_slice(x: Any, dim: int, start: int, end: int, step: int) -> Any:
     shape, dtype = vtensor(x)
     out = list(shape)
