@@ -17,12 +17,15 @@ The stages, in torch-mlir's MLIR build:
    miscomputes ``uint8`` arithmetic, sums and sorts);
 - ``rewrite-bool-mask-index-put``: ``y[mask] = scalar`` as ``where`` (IREE cannot compile the
    nonzero-based form torch-mlir produces);
+- ``replace-empty-results``: views and poolings whose results have no elements, on which
+   torch-mlir's linalg conversion crashes or fails, become new empty tensors;
 - ``rewrite-unit-window-pooling``: 1x1-window pooling as a strided slice (IREE miscompiles it);
 - ``trim-conv-overhang``: explicit padding for convolutions whose window overhangs the input
-   (IREE rejects them); ``pad-pool-overhang`` the same for max pooling whose windows overhang
-   or stop short of the padded input;
-   ``replace-empty-views`` and ``fold-empty-cat``: views and cats of empty tensors, on which
-   torch-mlir's linalg conversion crashes or builds invalid IR; ``normalize-unit-slices``:
+   (IREE rejects them); ``pad-pool-overhang`` the same for max and average pooling whose
+   windows overhang or stop short of the padded input (average pooling divides by eager's
+   per-window counts); ``gather-adaptive-max-pool``: adaptive max pooling with uneven
+   windows as a gather and a max (torch-mlir cannot lower it); ``fold-empty-cat``: a cat of empty tensors, for which torch-mlir
+   builds invalid IR; ``normalize-unit-slices``:
    step 1 for a strided slice of one element (IREE rejects the strided layout);
 - ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
    shapes and dtypes refined, ops decomposed to those the backends accept);
@@ -52,9 +55,9 @@ from lowerkit.pass_stages import factory
 
 NAME = "torch-to-linalg"
 # lowerkit's own passes on the torch dialect, before torch-mlir's backend contract
-TORCH_FIXES = ("widen-unsigned", "rewrite-bool-mask-index-put", "rewrite-unit-window-pooling",
-               "trim-conv-overhang", "pad-pool-overhang", "replace-empty-views", "fold-empty-cat",
-               "normalize-unit-slices")
+TORCH_FIXES = ("widen-unsigned", "rewrite-bool-mask-index-put", "replace-empty-results",
+               "rewrite-unit-window-pooling", "trim-conv-overhang", "pad-pool-overhang",
+               "gather-adaptive-max-pool", "fold-empty-cat", "normalize-unit-slices")
 
 
 def build_pipeline() -> Pipeline:

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 import lowerkit
 from lowerkit.api import resolve_pipeline
 from lowerkit.numerics import compare
-from lowerkit.passes import empty_cat, empty_view, pool_overhang, unit_slices
+from lowerkit.passes import empty_cat, empty_results, pool_overhang, unit_slices
 
 
 def assert_matches_eager(got, expected, rtol=1e-4, atol=1e-4):
@@ -86,8 +86,8 @@ VIEW_CASES = [(flatten_empty, (torch.ones(0, 3),)), (view_empty, (torch.ones(2, 
 VIEW_IDS = ["flatten-0x3", "view-2x0", "matmul-1x1x1-1x0"]
 
 
-@pytest.mark.xfail(not _wired(empty_view), strict=True,
-                   reason="replace-empty-views not yet in torch-to-linalg: SIGFPE in torch-mlir")
+@pytest.mark.xfail(not _wired(empty_results), strict=True,
+                   reason="replace-empty-results not yet in torch-to-linalg: SIGFPE in torch-mlir")
 @pytest.mark.parametrize("fn,args", VIEW_CASES, ids=VIEW_IDS)
 def test_view_of_empty_tensor(fn, args):
     art = lowerkit.compile(fn, args)
@@ -95,8 +95,8 @@ def test_view_of_empty_tensor(fn, args):
 
 
 @pytest.mark.parametrize("fn,args", VIEW_CASES, ids=VIEW_IDS)
-def test_view_of_empty_tensor_with_replace_empty_views(fn, args):
-    art = lowerkit.compile(fn, args, pipeline=_with_pass(empty_view), cache=False)
+def test_view_of_empty_tensor_with_replace_empty_results(fn, args):
+    art = lowerkit.compile(fn, args, pipeline=_with_pass(empty_results), cache=False)
     assert_matches_eager(art(*args), fn(*args))
 
 
@@ -183,27 +183,85 @@ def test_unbatched_pooling(name, fn, shape):
     assert_matches_eager(art(x), fn(x))
 
 
-# -- known, not yet fixed: clear errors (a StageError naming the op, with a reproducer) ---------
+# -- average pooling whose windows overhang or stop short of the padded input ----------------
 # iree-compile: "'linalg.generic' op inferred input/output operand #1 has shape's dimension #1
-# to be 8, but found 4": an average pooling whose ceil_mode window overhangs the input, with
-# count_include_pad=False (fuzzer seed 20261122, programs 197-198). pad-pool-overhang handles
-# max pooling only; the divisor of an overhanging average window needs its own rewrite.
-def avg_pool_ceil_overhang(b):  # b: [2, 3, 2, 1] float32
-    return F.avg_pool2d(b, 4, stride=3, padding=2, ceil_mode=True, count_include_pad=False)
+# to be 8, but found 4" (fuzzer seed 20261122, programs 197-198; the stride-skips-tail cases
+# fail the same way). pad-pool-overhang pads with zeros, sums the windows and divides by
+# eager's divisors, which differ by count_include_pad (and divisor_override).
+AVG_CASES = [
+    ("ceil-overhang-exclude-pad", (2, 3, 2, 1),
+     dict(kernel_size=4, stride=3, padding=2, ceil_mode=True, count_include_pad=False)),
+    ("ceil-overhang-include-pad", (2, 3, 2, 1),
+     dict(kernel_size=4, stride=3, padding=2, ceil_mode=True, count_include_pad=True)),
+    ("stride-skips-tail", (2, 3, 4, 1),
+     dict(kernel_size=2, stride=3, padding=1, count_include_pad=False)),
+    ("ceil-divisor-override", (2, 3, 5, 5),
+     dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, divisor_override=2)),
+    ("unbatched-ceil", (3, 5, 5), dict(kernel_size=2, stride=2, ceil_mode=True,
+                                       count_include_pad=False)),
+    ("1d-ceil", (2, 3, 5), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                                count_include_pad=False)),
+    ("3d-ceil", (1, 2, 3, 2, 4), dict(kernel_size=2, stride=2, padding=1, ceil_mode=True,
+                                      count_include_pad=False)),
+]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("name,shape,kw", AVG_CASES, ids=[c[0] for c in AVG_CASES])
+def test_avg_pool_window_overhang(name, shape, kw, dtype):
+    pool = {3: F.avg_pool1d, 4: F.avg_pool2d, 5: F.avg_pool3d}[len(shape) + (name == "unbatched-ceil")]
+    if pool is F.avg_pool3d and dtype == torch.float16:
+        pytest.skip("eager PyTorch has no float16 avg_pool3d on CPU")
+
+    def fn(x):
+        return pool(x, **kw)
+
+    x = torch.randn(shape, dtype=dtype)
+    art = lowerkit.compile(fn, (x,))
+    tol = 1e-5 if dtype == torch.float32 else 2e-3
+    assert_matches_eager(art(x), fn(x), rtol=tol, atol=tol)
+
+
+# -- pooling of a zero-size batch --------------------------------------------------------------
 # torch-mlir: "unexpected loop dimension for convolution op" for an adaptive max pooling of a
-# zero-size batch (fuzzer seed 20261122, program 473).
-def adaptive_max_pool_of_empty_batch(a):  # a: [0, 1, 1, 1] float32
-    return F.adaptive_max_pool2d(a, 2)
+# zero-size batch (fuzzer seed 20261122, program 473); replace-empty-results makes it empty.
+EMPTY_POOL_CASES = [
+    ("adaptive-max", lambda a: F.adaptive_max_pool2d(a, 2), (0, 1, 1, 1)),
+    ("adaptive-max-indices", lambda a: F.adaptive_max_pool2d(a, 2, return_indices=True), (0, 1, 3, 3)),
+    ("adaptive-avg", lambda a: F.adaptive_avg_pool2d(a, 2), (0, 2, 3, 3)),
+    ("max-ceil", lambda a: F.max_pool2d(a, 2, stride=3, ceil_mode=True), (0, 1, 4, 4)),
+    ("avg", lambda a: F.avg_pool2d(a, 2), (0, 3, 4, 4)),
+]
 
 
-@pytest.mark.xfail(strict=True, raises=lowerkit.StageError,
-                   reason="not yet fixed: a clear StageError today")
-@pytest.mark.parametrize("fn,shape", [(avg_pool_ceil_overhang, (2, 3, 2, 1)),
-                                      (adaptive_max_pool_of_empty_batch, (0, 1, 1, 1))],
-                         ids=["avg-pool-ceil-overhang", "adaptive-max-pool-empty-batch"])
-def test_known_pooling_defects(fn, shape):
+@pytest.mark.parametrize("name,fn,shape", EMPTY_POOL_CASES, ids=[c[0] for c in EMPTY_POOL_CASES])
+def test_pooling_of_empty_batch(name, fn, shape):
     x = torch.randn(shape)
+    art = lowerkit.compile(fn, (x,))
+    got, expected = art(x), fn(x)
+    assert_matches_eager(got, expected)
+    for g, e in zip(got if isinstance(got, tuple) else (got,),
+                    expected if isinstance(expected, tuple) else (expected,)):
+        assert g.shape == e.shape and g.dtype == e.dtype
+
+
+# -- adaptive max pooling with uneven windows --------------------------------------------------
+# torch-mlir: "unexpected loop dimension for convolution op" (or an invalid tensor.cast) when an
+# input dim is not a multiple of the output's (fuzzer seed 20261123, program 45: a 1x4 image
+# pooled to 2x2); gather-adaptive-max-pool gathers each window and takes its max.
+ADAPTIVE_CASES = [
+    ("fuzz-45", lambda a: F.adaptive_max_pool2d(a.abs(), 2).mean(-2), (4, 4, 1, 4), torch.float32),
+    ("5x5-to-3", lambda a: F.adaptive_max_pool2d(a, 3), (2, 3, 5, 5), torch.float32),
+    ("upsampling-3-to-5", lambda a: F.adaptive_max_pool2d(a, (5, 2)), (1, 2, 3, 3), torch.float32),
+    ("unbatched-f16", lambda a: F.adaptive_max_pool2d(a, 3), (2, 7, 4), torch.float16),
+    ("1d", lambda a: F.adaptive_max_pool1d(a, 3), (2, 3, 7), torch.float32),
+    ("3d", lambda a: F.adaptive_max_pool3d(a, (2, 3, 2)), (1, 2, 3, 4, 5), torch.float32),
+]
+
+
+@pytest.mark.parametrize("name,fn,shape,dtype", ADAPTIVE_CASES, ids=[c[0] for c in ADAPTIVE_CASES])
+def test_adaptive_max_pool_uneven_windows(name, fn, shape, dtype):
+    x = torch.randn(shape, dtype=dtype)
+    x.view(-1)[1] = float("nan")  # NaN reaches exactly the windows holding it, as in eager
     art = lowerkit.compile(fn, (x,))
     assert_matches_eager(art(x), fn(x))
