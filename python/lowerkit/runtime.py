@@ -173,7 +173,13 @@ def _hal(rt: Any) -> _Hal:
 
 def _host_tensor(rt: Any, bv: Any) -> torch.Tensor:
     """A result of a host driver (local-sync, local-task) as a tensor over the buffer's own
-    memory, without a copy: the mapping keeps the buffer alive as long as the tensor."""
+    memory, without a copy: the array holds the mapping, which keeps the buffer alive as long
+    as the tensor.
+
+    The mapping is read through the buffer protocol (``np.frombuffer``: ~0.5 µs) rather than
+    ``MappedMemory.asarray`` (~3-10 µs, most of a small output's cost). The protocol exports
+    the memory read-only, so the array is; the tensor over it stays writable, as torch's are,
+    and torch warns about that once per process: that one warning is silenced here."""
     known = _hal(rt).to_torch.get(int(bv.element_type))
     if known is None:  # an element type torch has no dtype for: numpy's reading of it
         np_dtype = np.dtype(rt.HalElementType.map_to_dtype(bv.element_type))
@@ -181,14 +187,34 @@ def _host_tensor(rt: Any, bv: Any) -> torch.Tensor:
     else:
         np_dtype, dtype = known
     shape = bv.shape
-    if 0 in shape:
+    count = 1
+    for d in shape:
+        count *= d
+    if count == 0:
         return torch.zeros(shape, dtype=dtype)
-    array = bv.map().asarray(shape, np_dtype)
-    t = torch.from_numpy(array)
+    array = np.frombuffer(bv.map(), np_dtype, count).reshape(shape)
+    if _READ_ONLY_WARNED:
+        t = torch.from_numpy(array)
+    else:
+        t = _from_read_only(array)
     if dtype is torch.bfloat16:
         return t.view(torch.bfloat16)
     if dtype is torch.bool:
         return t.view(torch.bool)
+    return t
+
+
+_READ_ONLY_WARNED = False
+
+
+def _from_read_only(array: np.ndarray) -> torch.Tensor:
+    global _READ_ONLY_WARNED
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        t = torch.from_numpy(array)
+    _READ_ONLY_WARNED = True
     return t
 
 
