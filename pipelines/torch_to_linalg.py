@@ -31,7 +31,8 @@ The stages, in torch-mlir's MLIR build:
    shapes and dtypes refined, ops decomposed to those the backends accept);
 - ``batch-unbatched-pooling``: pooling of ``[C, H, W]`` as pooling of ``[1, C, H, W]``
    (torch-mlir only lowers the batched form; after the contract, which makes more poolings,
-   e.g. of ``adaptive_max_pool2d``);
+   e.g. of ``adaptive_max_pool2d``), and max pooling whose indices are used at a batch of one
+   as a batch of two (IREE cannot compile torch-mlir's indices at batch one);
 - ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
    which IREE takes as input;
 - ``fold-empty-contractions``: a matmul over a zero-length dimension is its zero init

@@ -77,6 +77,20 @@ def test_zero_size_contraction_does_not_crash_the_compiler(target):
                torch.randn(3, 0), torch.randn(0, 4), torch.randn(2, 0), target=target)  # was SIGFPE
 
 
+# Max pooling whose indices are used, with a batch of one (or none): iree-compile failed with
+# "'vector.store' op write affecting operations on global resources are restricted to
+# workgroup distributed contexts"; a batch of two compiled (batch-unbatched-pooling).
+@pytest.mark.parametrize("pool, shape", [
+    (lambda x: F.max_pool2d(x, 2, return_indices=True), (1, 3, 4, 4)),
+    (lambda x: F.max_pool2d(x, 3, stride=2, padding=1, return_indices=True), (3, 5, 5)),
+    (lambda x: F.max_pool3d(x, 2, return_indices=True), (1, 2, 4, 4, 4)),
+    (lambda x: F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2), (1, 2, 4, 4)),
+], ids=["2d", "unbatched-padded", "3d", "unpool"])
+def test_max_pool_indices_at_batch_one(pool, shape, target):
+    torch.manual_seed(0)
+    _check(pool, torch.randn(shape), target=target)
+
+
 def test_boolean_mask_assignment(target):
     torch.manual_seed(0)
 
