@@ -91,7 +91,7 @@ def compile(
 
 def _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags,
              store=None, device=None):
-    imported = import_program(fn, args, kwargs, dynamic_shapes, keep_user_graph=dump is not None)
+    imported = import_program(fn, args, kwargs, dynamic_shapes)
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
     if store is not None:

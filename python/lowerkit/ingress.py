@@ -8,9 +8,7 @@ leave them as ``f64`` function arguments that IREE demotes, so that calls fail.
 
 from __future__ import annotations
 
-import functools
 import inspect
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -109,73 +107,17 @@ class _StatefulProgram(torch.nn.Module):
         return tuple(outputs) + tuple(fresh)
 
 
-def _decomposition_table() -> dict:
+def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
     """torch-mlir's decompositions (what its FX path would run) and lowerkit's own
-    (`decompositions`)."""
+    (`decompositions`), done here once."""
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
     from . import decompositions
 
-    return {**get_decomposition_table(), **decompositions.table()}
-
-
-def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
-    """The decompositions run on an exported program (a second trace of it)."""
     try:
-        return exported.run_decompositions(_decomposition_table())
+        return exported.run_decompositions({**get_decomposition_table(), **decompositions.table()})
     except Exception as e:
         raise IngressError(f"stage 'torch-decompose' failed: {type(e).__name__}: {e}") from e
-
-
-_ONE_TRACE_LOCK = threading.Lock()
-
-
-def _one_trace_available() -> bool:
-    from torch.export import _trace, exported_program
-
-    return all(hasattr(m, n) for m, n in (
-        (_trace, "_export"), (_trace, "_export_to_aten_ir"),
-        (exported_program, "_split_decomp_table_to_cia_and_python_decomp"),
-        (exported_program, "_override_composite_implicit_decomp")))
-
-
-def _export_decomposed(program: torch.nn.Module, tensors: tuple, dynamic_shapes: Any):
-    """Export straight to the decomposed ATen IR in one trace.
-
-    ``torch.export.export`` traces to the pre-dispatch IR and ``run_decompositions`` traces the
-    result again; the second trace was ~60% of importing ResNet-50 (issue 7). This is what
-    ``run_decompositions`` does in its retrace (the table split into composite ops to keep or
-    replace and Python decompositions handed to AOT dispatch), done in the first trace. It uses
-    torch.export's private entry points (pinned torch); without them, `_export_two_traces`.
-    """
-    from torch.export import _trace, exported_program as ep_mod
-
-    cia, python_table = ep_mod._split_decomp_table_to_cia_and_python_decomp(
-        _decomposition_table())
-    with _ONE_TRACE_LOCK, ep_mod._override_composite_implicit_decomp(cia):
-        to_aten = _trace._export_to_aten_ir
-        _trace._export_to_aten_ir = functools.partial(to_aten, decomp_table=python_table)
-        try:
-            return _trace._export(program, tensors, dynamic_shapes=dynamic_shapes,
-                                  strict=False, pre_dispatch=False)
-        finally:
-            _trace._export_to_aten_ir = to_aten
-
-
-def _export(program: torch.nn.Module, tensors: tuple, dynamic_shapes: Any, *,
-            one_trace: bool) -> tuple[torch.export.ExportedProgram, Any]:
-    """(decomposed program, program as exported before decompositions or None)."""
-    if one_trace:
-        try:
-            return _export_decomposed(program, tensors, dynamic_shapes), None
-        except Exception as e:  # torch.export raises many types; all mean "could not export"
-            raise IngressError(f"stage 'torch-export' failed: {type(e).__name__}: {e}") from e
-    try:
-        exported = torch.export.export(program, tensors, dynamic_shapes=dynamic_shapes,
-                                       strict=False)
-    except Exception as e:
-        raise IngressError(f"stage 'torch-export' failed: {type(e).__name__}: {e}") from e
-    return _decompose(exported), exported
 
 
 def _keep_non_persistent_buffers(exported: torch.export.ExportedProgram) -> None:
@@ -235,14 +177,8 @@ def import_program(
     args: tuple = (),
     kwargs: dict | None = None,
     dynamic_shapes: Any = None,
-    *,
-    keep_user_graph: bool = False,
 ) -> ImportedProgram:
-    """Export ``fn(*args, **kwargs)`` and import it into torch-mlir's torch dialect.
-
-    ``keep_user_graph``: also keep the program as exported before decompositions (the user's
-    own ops, for dumps); it costs a second trace.
-    """
+    """Export ``fn(*args, **kwargs)`` and import it into torch-mlir's torch dialect."""
     from torch_mlir import fx
 
     start = time.perf_counter()
@@ -265,14 +201,22 @@ def import_program(
     dyn = _leaf_dynamic_specs(args, kwargs, dynamic_shapes, fn)
     captured: dict[str, Any] = {}
     wrapper = _TensorLeavesProgram(fn, in_spec, in_leaves, captured)
-    one_trace = not keep_user_graph and _one_trace_available()
-    exported, as_exported = _export(wrapper, tuple(tensors), (tuple(dyn),) if dyn else None,
-                                    one_trace=one_trace)
+    try:
+        exported = torch.export.export(
+            wrapper,
+            tuple(tensors),
+            dynamic_shapes=(tuple(dyn),) if dyn else None,
+            strict=False,
+        )
+    except Exception as e:  # torch.export raises many types; all mean "could not export"
+        raise IngressError(f"stage 'torch-export' failed: {type(e).__name__}: {e}") from e
 
     # Buffers the program mutates (running statistics, counters, caches) become explicit
     # state: inputs and trailing outputs of the compiled function, kept by the Artifact.
     # torch.export keeps in-place ops; decomposition functionalises them, and only then are
     # mutated buffers and inputs known. torch-mlir's importer is then told not to decompose.
+    as_exported = exported
+    exported = _decompose(exported)
     state: dict[str, torch.Tensor] = {}
     mutated = sorted(set(exported.graph_signature.buffers_to_mutate.values()))
     if mutated:
@@ -280,13 +224,16 @@ def import_program(
         state = {name: buffers[name].detach().clone() for name in mutated}
         stateful = _StatefulProgram(wrapper, list(state), len(tensors))
         try:
-            exported, _ = _export(
+            exported = torch.export.export(
                 stateful, tuple(tensors) + tuple(state.values()),
-                (tuple(dyn) + (None,) * len(state),) if dyn else None, one_trace=one_trace)
-        except IngressError as e:
+                dynamic_shapes=(tuple(dyn) + (None,) * len(state),) if dyn else None,
+                strict=False,
+            )
+            exported = _decompose(exported)
+        except Exception as e:
             raise IngressError(
                 f"stage 'torch-export' failed on a program that mutates its buffers "
-                f"{mutated}: {e}") from e
+                f"{mutated}: {type(e).__name__}: {e}") from e
     _keep_non_persistent_buffers(exported)
     # Inputs the program changes in place: their new values lead the outputs; a call copies
     # them back into the caller's tensors, as eager would have changed them.
