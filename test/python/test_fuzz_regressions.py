@@ -121,9 +121,16 @@ def pool_window_past_padding(a):  # a: [2, 1, 2, 4] float16
     return (F.max_pool2d(a, 3, stride=3, padding=1, ceil_mode=False),)
 
 
+# With ceil_mode torch-mlir pads one more stride even where the windows end exactly at the
+# padded input's end; IREE fails the same way (fuzzer seed 20261123, program 587).
+def pool_ceil_windows_fit(b):  # b: [3, 6, 2] float32
+    return (F.max_pool1d(b, 4, stride=2, padding=1, ceil_mode=True),)
+
+
 POOL_CASES = [(pool_overhang_1d, (1, 2, 1)), (pool_overhang_2d, (1, 1, 1, 1)),
-              (pool_stride_skips_tail, (2, 1, 4, 1)), (pool_window_past_padding, (2, 1, 2, 4))]
-POOL_IDS = ["1d", "2d", "stride-skips-tail", "f16-window-past-padding"]
+              (pool_stride_skips_tail, (2, 1, 4, 1)), (pool_window_past_padding, (2, 1, 2, 4)),
+              (pool_ceil_windows_fit, (3, 6, 2))]
+POOL_IDS = ["1d", "2d", "stride-skips-tail", "f16-window-past-padding", "ceil-windows-fit"]
 
 
 @pytest.mark.xfail(not _wired(pool_overhang), strict=True,
@@ -195,6 +202,8 @@ AVG_CASES = [
      dict(kernel_size=4, stride=3, padding=2, ceil_mode=True, count_include_pad=True)),
     ("stride-skips-tail", (2, 3, 4, 1),
      dict(kernel_size=2, stride=3, padding=1, count_include_pad=False)),
+    ("ceil-windows-fit", (1, 1, 1, 5),  # fuzzer seed 20261123, program 653
+     dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=True)),
     ("ceil-divisor-override", (2, 3, 5, 5),
      dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, divisor_override=2)),
     ("unbatched-ceil", (3, 5, 5), dict(kernel_size=2, stride=2, ceil_mode=True,

@@ -7,7 +7,10 @@ lowered pooling (a verifier error on ``linalg.generic``: "inferred input/output 
 shape's dimension #0 to be 4, but found 2"; found by lowerkit's fuzzer, see
 test_fuzz_regressions.py). Without ceil_mode the opposite happens when the stride skips the
 padded input's tail, e.g. ``F.max_pool2d(x, 2, stride=3, padding=1)`` of a 4x1 image reads 2 of
-its 3 padded columns; IREE fails the same way once it folds the unit output dimension.
+its 3 padded columns; IREE fails the same way once it folds the unit output dimension. And
+torch-mlir pads one more stride for ``ceil_mode=True`` even where the windows end exactly at
+the padded input's end, with the same failure (``F.max_pool1d(x, 4, stride=2, padding=1,
+ceil_mode=True)`` of a length-2 ``x``), so every ceil_mode pooling is rewritten.
 
 So the input is padded by hand to exactly what the windows read (and cropped where they never
 reach), and the pooling runs without padding or ceil_mode:
@@ -87,7 +90,7 @@ def _product(values) -> int:
     return p
 
 
-def _windows(x: Any, result: Any, kernel, stride, padding, dilation) -> _Windows | None:
+def _windows(x: Any, result: Any, kernel, stride, padding, dilation, ceil: bool) -> _Windows | None:
     xs, out = t.vtensor(x), t.vtensor(result)
     if None in (kernel, stride, padding, dilation, xs, out):
         return None
@@ -95,7 +98,8 @@ def _windows(x: Any, result: Any, kernel, stride, padding, dilation) -> _Windows
     if dtype not in _FLOATS or None in shape or None in out_shape or len(shape) < len(kernel):
         return None
     w = _Windows(shape, out_shape, kernel, stride, padding, dilation)
-    return w if w.valid and w.overhang else None
+    # ceil_mode: torch-mlir pads one more stride for it, whether a window overhangs or not
+    return w if w.valid and (w.overhang or ceil) else None
 
 
 def _rewrite_max(op: Any) -> list[Any] | None:
@@ -104,9 +108,10 @@ def _rewrite_max(op: Any) -> list[Any] | None:
     ops = list(op.operands)
     kernel, stride, padding, dilation = (t.int_list(v) for v in ops[1:5])
     results = list(op.results)
-    if t.const_bool(ops[5]) is None or (len(results) > 1 and any(True for _ in results[1].uses)):
+    ceil = t.const_bool(ops[5])
+    if ceil is None or (len(results) > 1 and any(True for _ in results[1].uses)):
         return None
-    w = _windows(ops[0], results[0], kernel, stride, padding, dilation)
+    w = _windows(ops[0], results[0], kernel, stride, padding, dilation, ceil)
     if w is None:
         return None
     x = t.crop_and_pad(ops[0], w.lead, w.padding, w.after, float("-inf"))
@@ -152,7 +157,7 @@ def _rewrite_avg(op: Any) -> list[Any] | None:
     if ceil is None or include_pad is None or kernel is None:
         return None
     result = op.results[0]
-    w = _windows(ops[0], result, kernel, stride, padding, [1] * len(kernel))
+    w = _windows(ops[0], result, kernel, stride, padding, [1] * len(kernel), ceil)
     if w is None:
         return None
     x = t.crop_and_pad(ops[0], w.lead, w.padding, w.after, 0.0)

@@ -59,12 +59,35 @@ func.func @avg_ceil_overhang(%arg0: !torch.vtensor<[2,3,2,1],f32>) -> !torch.vte
   return %r : !torch.vtensor<[2,3,1,1],f32>
 }
 
-// A 5-long row, windows of 3 at stride 2, padding 1, ceil_mode: windows [-1,2), [1,4), [3,6)
-// end exactly at the padded input's end (6), so the op is left alone.
+// A 5-long row, windows of 3 at stride 2, padding 1: windows [-1,2), [1,4), [3,6) end exactly
+// at the padded input's end (6), so without ceil_mode the op is left alone.
 // CHECK-LABEL: func.func @avg_windows_fit
 // CHECK-NOT: constant_pad_nd
 // CHECK: torch.aten.avg_pool1d
 func.func @avg_windows_fit(%arg0: !torch.vtensor<[1,2,5],f32>) -> !torch.vtensor<[1,2,3],f32> {
+  %int3 = torch.constant.int 3
+  %0 = torch.prim.ListConstruct %int3 : (!torch.int) -> !torch.list<int>
+  %int2 = torch.constant.int 2
+  %1 = torch.prim.ListConstruct %int2 : (!torch.int) -> !torch.list<int>
+  %int1 = torch.constant.int 1
+  %2 = torch.prim.ListConstruct %int1 : (!torch.int) -> !torch.list<int>
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %r = torch.aten.avg_pool1d %arg0, %0, %1, %2, %false, %true : !torch.vtensor<[1,2,5],f32>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.bool -> !torch.vtensor<[1,2,3],f32>
+  return %r : !torch.vtensor<[1,2,3],f32>
+}
+
+// The same windows with ceil_mode: torch-mlir would pad one more stride (and IREE reject it),
+// so the padding is made explicit and ceil_mode dropped. count_include_pad=True: every window
+// lies in the padded input, each divisor is 3 (1-D pools through the 2-D op, for its
+// divisor_override).
+// CHECK-LABEL: func.func @avg_ceil_windows_fit
+// CHECK: torch.aten.constant_pad_nd {{.*}} -> !torch.vtensor<[1,2,7],f32>
+// CHECK: %[[ROW:.*]] = torch.aten.unsqueeze {{.*}} -> !torch.vtensor<[1,2,1,7],f32>
+// CHECK: %[[FALSE:.*]] = torch.constant.bool false
+// CHECK: torch.aten.avg_pool2d %[[ROW]], {{.*}}, %[[FALSE]], {{.*}} -> !torch.vtensor<[1,2,1,3],f32>
+// CHECK: torch.vtensor.literal(dense<3.000000e+00> : tensor<3xf32>)
+func.func @avg_ceil_windows_fit(%arg0: !torch.vtensor<[1,2,5],f32>) -> !torch.vtensor<[1,2,3],f32> {
   %int3 = torch.constant.int 3
   %0 = torch.prim.ListConstruct %int3 : (!torch.int) -> !torch.list<int>
   %int2 = torch.constant.int 2
