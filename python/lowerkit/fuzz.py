@@ -114,6 +114,26 @@ class Program:
     def __repr__(self) -> str:  # hypothesis prints the falsifying example with this
         return "\n" + self.source
 
+    @classmethod
+    def parse(cls, source: str) -> "Program":
+        """The program that `source` printed (as in a ``lowerkit fuzz --json`` journal), with
+        the same inputs: the header comment names their shapes, dtypes and seed."""
+        import re
+
+        head, *body = source.strip("\n").splitlines()
+        m = re.fullmatch(r"def program\(([^)]*)\):\s+#\s*(.*);\s*seed (\d+)", head.strip())
+        if not m or not body or not body[-1].strip().startswith("return ("):
+            raise ValueError(f"not a lowerkit fuzz program: {head!r}")
+        by_name = {v: k for k, v in DTYPE_NAMES.items()}
+        inputs = []
+        for spec in m.group(2).split(";"):
+            name, shape, dtype = re.fullmatch(r"\s*(\w+): \[([\d, ]*)\] (\w+)\s*", spec).groups()
+            inputs.append(InputSpec(name, tuple(int(d) for d in shape.split(",") if d.strip()),
+                                    by_name[f"torch.{dtype}"]))
+        outputs = [o.strip() for o in body[-1].strip()[len("return ("):-len(")")].split(",")]
+        return cls(tuple(inputs), tuple(line.strip() for line in body[:-1]),
+                   tuple(o for o in outputs if o), int(m.group(3)))
+
 
 def _tensor_literal(t: torch.Tensor) -> str:
     dtype = DTYPE_NAMES[t.dtype]
@@ -586,4 +606,28 @@ def sweep(examples: int, targets: list[str], seed: int = 0, on_outcome: Callable
         one()
     except FuzzFailure:
         pass
+    return outcomes
+
+
+def replay(journal: str, targets: list[str], everything: bool = False,
+           on_outcome: Callable | None = None) -> list[Outcome]:
+    """Run again the programs of a ``lowerkit fuzz --json`` journal that did not pass (or
+    ``everything``) on ``targets``: did a fix work, on the very programs that found the bug?"""
+    import json
+
+    seen, outcomes = set(), []
+    with open(journal) as f:
+        for line in f:
+            row = json.loads(line)
+            if not row.get("source") or (row["kind"] == "passed" and not everything):
+                continue
+            if row["source"] in seen:
+                continue
+            seen.add(row["source"])
+            program = Program.parse(row["source"])
+            for target in targets:
+                outcome = run_program(program, target)
+                outcomes.append(outcome)
+                if on_outcome is not None:
+                    on_outcome(outcome)
     return outcomes

@@ -15,6 +15,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shrink", action="store_true",
                    help="stop at the first failure and shrink it to a minimal program")
     p.add_argument("--show", type=int, default=5, help="failing programs to print (default: 5)")
+    p.add_argument("--replay", default=None, metavar="JOURNAL",
+                   help="instead of generating, run again the programs of a --json journal that "
+                   "did not pass (all of them with --replay-all), on the current code")
+    p.add_argument("--replay-all", action="store_true", help="with --replay: every program")
     p.add_argument("--json", default=None, metavar="FILE",
                    help="also write every outcome as JSON, one line each as it comes (JSON Lines)")
 
@@ -27,7 +31,7 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from lowerkit.fuzz import KINDS, fuzz_targets, sweep
+    from lowerkit.fuzz import KINDS, fuzz_targets, replay, sweep
 
     warnings.simplefilter("ignore")
     console = Console(width=None if Console().is_terminal else 160)
@@ -49,11 +53,15 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"{mark} {n:5d} {o.target:16s} {o.kind:14s} {o.message.splitlines()[0][:100] if o.kind != 'passed' else ''}",
                       highlight=False)
 
-    outcomes = sweep(args.examples, targets, seed=args.seed, on_outcome=seen,
-                     max_chains=args.chains, shrink=args.shrink)
+    if args.replay:
+        outcomes = replay(args.replay, targets, everything=args.replay_all, on_outcome=seen)
+    else:
+        outcomes = sweep(args.examples, targets, seed=args.seed, on_outcome=seen,
+                         max_chains=args.chains, shrink=args.shrink)
     seconds = time.perf_counter() - start
 
-    table = Table(title=f"lowerkit fuzz · seed {args.seed} · {seconds:.0f} s")
+    what = f"replay of {args.replay}" if args.replay else f"seed {args.seed}"
+    table = Table(title=f"lowerkit fuzz · {what} · {seconds:.0f} s")
     table.add_column("target")
     table.add_column("programs", justify="right")
     for kind, label in zip(KINDS, ("passed", "wrong answers", "crashes", "unclear errors",
