@@ -231,20 +231,36 @@ def test_avg_pool_window_overhang(name, shape, kw, dtype):
     assert_matches_eager(art(x), fn(x), rtol=tol, atol=tol)
 
 
-# -- pooling of a zero-size batch --------------------------------------------------------------
+# -- ops whose results have no elements ---------------------------------------------------------
 # torch-mlir: "unexpected loop dimension for convolution op" for an adaptive max pooling of a
-# zero-size batch (fuzzer seed 20261122, program 473); replace-empty-results makes it empty.
+# zero-size batch (fuzzer seed 20261122, program 473); iree-compile: "offset 1 is
+# out-of-bounds: 1 >= 1" for an empty slice starting at the end of a dim of one (seed 20261123,
+# program 847). replace-empty-results makes them new empty tensors.
+def empty_slice_at_the_end(a, b):  # a: [2, 4, 4, 5] float32; b: [1, 1, 3, 1] float32
+    v1 = b[:, :, -2:]
+    v2 = v1[:, 2:]
+    return (v2 + v2, a.to(torch.float16), b.argmax(0, keepdim=True))
+
+
 EMPTY_POOL_CASES = [
     ("adaptive-max", lambda a: F.adaptive_max_pool2d(a, 2), (0, 1, 1, 1)),
     ("adaptive-max-indices", lambda a: F.adaptive_max_pool2d(a, 2, return_indices=True), (0, 1, 3, 3)),
     ("adaptive-avg", lambda a: F.adaptive_avg_pool2d(a, 2), (0, 2, 3, 3)),
     ("max-ceil", lambda a: F.max_pool2d(a, 2, stride=3, ceil_mode=True), (0, 1, 4, 4)),
     ("avg", lambda a: F.avg_pool2d(a, 2), (0, 3, 4, 4)),
+    ("slice-at-the-end", lambda a: (a[:, :, -2:][:, 2:] * 2,), (1, 1, 3, 1)),
+    ("max-dim-of-empty", lambda a: a.max(-1), (2, 0, 3)),
 ]
 
 
+def test_empty_slice_at_the_end_of_a_dim():
+    args = (torch.randn(2, 4, 4, 5), torch.randn(1, 1, 3, 1))
+    art = lowerkit.compile(empty_slice_at_the_end, args)
+    assert_matches_eager(art(*args), empty_slice_at_the_end(*args))
+
+
 @pytest.mark.parametrize("name,fn,shape", EMPTY_POOL_CASES, ids=[c[0] for c in EMPTY_POOL_CASES])
-def test_pooling_of_empty_batch(name, fn, shape):
+def test_ops_with_empty_results(name, fn, shape):
     x = torch.randn(shape)
     art = lowerkit.compile(fn, (x,))
     got, expected = art(x), fn(x)

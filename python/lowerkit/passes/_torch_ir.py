@@ -155,15 +155,18 @@ def crop_and_pad(x: Any, lead: int, before: list[int], after: list[int], value: 
                    vtensor_type(padded, dtype))
 
 
-def rewrite_each(module_op: Any, names: set[str], rewrite: Callable[[Any], list[Any] | None]) -> int:
-    """Call ``rewrite(op)`` for every op named in ``names``, at an insertion point before it;
-    when it returns replacement values, replace the op's results and erase it."""
+def rewrite_each(module_op: Any, names: set[str] | Callable[[str], bool],
+                 rewrite: Callable[[Any], list[Any] | None]) -> int:
+    """Call ``rewrite(op)`` for every op named in ``names`` (or whose name it accepts, if a
+    function), at an insertion point before it; when it returns replacement values, replace the
+    op's results and erase it."""
     from torch_mlir import ir
 
     found = []
+    wanted = names if callable(names) else names.__contains__
 
     def visit(op):
-        if op.name in names:
+        if wanted(op.name):
             found.append(op)
         return ir.WalkResult.ADVANCE
 

@@ -1,18 +1,22 @@
-"""replace-empty-results: an op whose results have no elements is replaced by new empty tensors.
+"""replace-empty-results: an ATen op whose results have no elements is replaced by new empty
+tensors.
 
-torch-mlir (20261001) fails on several ops of tensors with no elements, where the result is
-fully known from its type (found by lowerkit's fuzzer; see test_fuzz_regressions.py):
+torch-mlir (20261001) and IREE 3.13 fail on several ops of tensors with no elements, where the
+result is fully known from its type (found by lowerkit's fuzzer; see test_fuzz_regressions.py):
 
-- it divides by the element count when it infers the ``-1`` of ``aten.view``/``aten.reshape``
-  (``x.reshape(-1)`` of a 0x3 ``x``), and the linalg-on-tensors stage dies with SIGFPE
-  (spelling out the sizes in the view is not enough: it still divides);
+- torch-mlir divides by the element count when it infers the ``-1`` of
+  ``aten.view``/``aten.reshape`` (``x.reshape(-1)`` of a 0x3 ``x``), and the linalg-on-tensors
+  stage dies with SIGFPE (spelling out the sizes in the view is not enough: it still divides);
 - ``adaptive_max_pool2d`` of a zero-size batch fails with "unexpected loop dimension for
-  convolution op".
+  convolution op";
+- an empty slice starting at the end of its dim (``b[:, 2:]`` of a dim of one, after another
+  slice) makes iree-compile fail with "offset 1 is out-of-bounds: 1 >= 1".
 
 The result types already hold the static sizes torch.export inferred, and a result with no
 elements has no values to compute, so each is replaced by ``new_zeros`` of its sizes and dtype.
-Only the listed pure ops with static, empty results are touched (a view also needs an empty
-input). Runs on the torch dialect, before the backend contract.
+In the value-semantics torch dialect an ``aten`` op whose operands and results are value
+tensors has no other effect, so any such op qualifies (in-place ``*_`` ops and custom ops do
+not). Runs on the torch dialect, before the backend contract.
 """
 
 from __future__ import annotations
@@ -22,22 +26,24 @@ from typing import Any
 from . import _torch_ir as t
 
 NAME = "replace-empty-results"
-_VIEWS = {"torch.aten.view", "torch.aten.reshape", "torch.aten._unsafe_view"}
-_POOLS = {f"torch.aten.{kind}_pool{n}d{suffix}"
-          for kind in ("max", "avg", "adaptive_max", "adaptive_avg") for n in (1, 2, 3)
-          for suffix in ("", "_with_indices")}
 # torch's ScalarType codes, for new_zeros' dtype argument
 _DTYPE_CODES = {"ui8": 0, "si8": 1, "si16": 2, "si32": 3, "si64": 4, "f16": 5, "f32": 6,
                 "f64": 7, "i1": 11, "bf16": 15}
 
 
+def _candidate(name: str) -> bool:
+    return name.startswith("torch.aten.") and not name.endswith("_")
+
+
 def _rewrite(op: Any) -> list[Any] | None:
+    if not len(op.results) or not len(op.operands):
+        return None
     x = op.operands[0]
     source = t.vtensor(x)
     if source is None or None in source[0]:
         return None
-    if op.name in _VIEWS and 0 not in source[0]:
-        return None
+    if any(str(v.type).startswith("!torch.tensor") for v in (*op.operands, *op.results)):
+        return None  # not value semantics: the op may write through a reference
     results = [t.vtensor(r) for r in op.results]
     if any(r is None or None in r[0] or 0 not in r[0] or r[1] not in _DTYPE_CODES
            for r in results):
@@ -50,4 +56,4 @@ def _rewrite(op: Any) -> list[Any] | None:
 
 
 def run(module_op: Any, pass_: Any = None) -> None:
-    t.rewrite_each(module_op, _VIEWS | _POOLS, _rewrite)
+    t.rewrite_each(module_op, _candidate, _rewrite)
