@@ -198,9 +198,9 @@ class CallSignature:
             return {"tensor": l.to_json()} if isinstance(l, TensorSpec) else {"constant": l.value}
 
         return {
-            "in_spec": pytree.treespec_dumps(self.in_spec),
+            "in_spec": _dump_spec(self.in_spec),
             "in_leaves": [leaf(l) for l in self.in_leaves],
-            "out_spec": pytree.treespec_dumps(self.out_spec),
+            "out_spec": _dump_spec(self.out_spec),
             "out_leaves": [leaf(l) for l in self.out_leaves],
             "state": [s.to_json() for s in self.state],
             "mutated_inputs": list(self.mutated_inputs),
@@ -212,9 +212,9 @@ class CallSignature:
             return TensorSpec.from_json(x["tensor"]) if "tensor" in x else Constant(x["constant"])
 
         return CallSignature(
-            pytree.treespec_loads(d["in_spec"]),
+            _load_spec(d["in_spec"]),
             [leaf(x) for x in d["in_leaves"]],
-            pytree.treespec_loads(d["out_spec"]),
+            _load_spec(d["out_spec"]),
             [leaf(x) for x in d["out_leaves"]],
             [TensorSpec.from_json(x) for x in d.get("state", [])],
             list(d.get("mutated_inputs", [])),
@@ -226,6 +226,31 @@ class CallSignature:
             return True
         except (TypeError, ValueError):
             return False
+
+
+_PICKLED = "pickle:"
+
+
+def _dump_spec(spec: pytree.TreeSpec) -> str:
+    """A tree spec as text. pytree's JSON knows only the types registered with a serialized
+    name; others, such as the ``torch.return_types.max`` that ``x.max(dim)`` returns, are
+    pickled (their classes are importable)."""
+    try:
+        return pytree.treespec_dumps(spec)
+    except NotImplementedError:
+        import base64
+        import pickle
+
+        return _PICKLED + base64.b64encode(pickle.dumps(spec)).decode()
+
+
+def _load_spec(text: str) -> pytree.TreeSpec:
+    if text.startswith(_PICKLED):
+        import base64
+        import pickle
+
+        return pickle.loads(base64.b64decode(text[len(_PICKLED):]))
+    return pytree.treespec_loads(text)
 
 
 def _as_dtype(t: Any, dtype: torch.dtype) -> Any:

@@ -108,6 +108,22 @@ def test_none_and_int_outputs_beside_tensors(target):
     _check(lambda x: (None, x * 2, 7, {"n": None, "t": x.sum()}), torch.randn(3), target=target)
 
 
+def test_named_tuple_outputs_keep_their_type(tmp_path):
+    # x.max(dim) returns torch.return_types.max, which pytree's JSON cannot name: the compile
+    # cache's key and Artifact.save raised NotImplementedError (fuzzer seed 20261123)
+    def fn(x):
+        return x.max(-1), torch.sort(x, 1)
+
+    x = torch.randn(2, 3, 4)
+    art = _check(fn, x)
+    got = art(x)
+    assert type(got[0]) is torch.return_types.max and type(got[1]) is torch.return_types.sort
+    art.save(tmp_path / "m.lkz")
+    again = lowerkit.Artifact.load(tmp_path / "m.lkz")(x)
+    assert type(again[0]) is torch.return_types.max
+    assert compare(again, fn(x), rtol=1e-5, atol=1e-5).ok
+
+
 def test_float64_stays_float64(target):
     torch.manual_seed(0)
     x = torch.randn(3, 4, dtype=torch.float64) * 1e-3
