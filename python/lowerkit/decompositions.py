@@ -181,6 +181,33 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     return y.reshape(n, w.shape[0], *out)
 
 
+def _window_means(size: int, out: int, like: torch.Tensor) -> torch.Tensor:
+    """[out, size]: row j averages adaptive pooling's window j, [floor(j*size/out),
+    ceil((j+1)*size/out)); built from iotas (traced ops, no tensor constants)."""
+    j = torch.arange(out, device=like.device).unsqueeze(1)
+    i = torch.arange(size, device=like.device).unsqueeze(0)
+    start = torch.div(j * size, out, rounding_mode="floor")
+    end = torch.div((j + 1) * size + out - 1, out, rounding_mode="floor")
+    inside = (i >= start) & (i < end)
+    return inside.to(like.dtype) / (end - start).to(like.dtype)
+
+
+def _adaptive_avg_pool2d(x: torch.Tensor, output_size: Any) -> Any:
+    """Uneven adaptive average pooling as two small matmuls with constant averaging matrices
+    (rows, then columns). torch's own decomposition gathers with computed indices, which IREE's
+    SPIR-V path gets wrong (vulkan:llvmpipe, a [7, 3, 7] input pooled to 2x2: max error 0.64;
+    fuzzer seed 20261124). Even windows keep the usual path (a plain pooling)."""
+    if not _static(x) or not x.dtype.is_floating_point or x.dim() not in (3, 4) or x.numel() == 0:
+        return NotImplemented
+    h, w = x.shape[-2:]
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
+    if (h % oh == 0 and w % ow == 0) or 0 in (oh, ow):
+        return NotImplemented
+    rows = _window_means(h, oh, x)
+    cols = _window_means(w, ow, x)
+    return torch.matmul(torch.matmul(rows, x), cols.t())
+
+
 def table() -> dict[Any, Callable]:
     """lowerkit's decompositions by op overload (empty with ``LOWERKIT_DECOMPOSITIONS=0``)."""
     if os.environ.get("LOWERKIT_DECOMPOSITIONS", "1") == "0":
@@ -191,4 +218,5 @@ def table() -> dict[Any, Callable]:
         aten.topk.default: _topk,
         aten.cumsum.default: _cumsum,
         aten.convolution.default: _conv_taps,
+        aten._adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
     }

@@ -292,17 +292,22 @@ def test_adaptive_max_pool_uneven_windows(name, fn, shape, dtype):
     assert_matches_eager(art(x), fn(x))
 
 
-# -- known, not yet fixed: a wrong answer on Vulkan ---------------------------------------------
-# An unbatched adaptive average pooling with uneven windows ([7, 3, 7] to 2x2) is wrong on
-# vulkan:llvmpipe (max abs error 0.64; right on CPU). Fuzzer seed 20261124 (Vulkan), programs
-# 406 and 748-749. Strict, so that a fix shows up as an XPASS.
-@pytest.mark.skipif("vulkan" not in __import__("lowerkit.runtime").runtime.usable_drivers(),
-                    reason="needs IREE's vulkan driver and a device")
-@pytest.mark.xfail(strict=True, reason="IREE SPIR-V: unbatched uneven adaptive_avg_pool2d is wrong")
-def test_unbatched_uneven_adaptive_avg_pool_on_vulkan():
-    def fn(x):
-        return F.adaptive_avg_pool2d(x, 2)
+# -- adaptive average pooling with uneven windows, wrong on Vulkan -------------------------------
+# torch's decomposition gathers with computed indices, which IREE's SPIR-V path got wrong: an
+# unbatched [7, 3, 7] input pooled to 2x2 was off by 0.64 on vulkan:llvmpipe, right on CPU
+# (fuzzer seed 20261124, programs 406 and 748-749). lowerkit.decompositions pools with two
+# small averaging matmuls instead.
+_TARGETS = ["cpu"] + (["vulkan:llvmpipe"]
+                      if "vulkan" in __import__("lowerkit.runtime").runtime.usable_drivers() else [])
 
-    x = torch.randn(7, 3, 7)
-    art = lowerkit.compile(fn, (x,), target="vulkan:llvmpipe")
+
+@pytest.mark.parametrize("target", _TARGETS)
+@pytest.mark.parametrize("shape,out", [((7, 3, 7), 2), ((2, 3, 5, 7), (3, 2)), ((1, 2, 3, 3), 5)],
+                         ids=["unbatched", "batched-3x2", "upsampling"])
+def test_uneven_adaptive_avg_pool(shape, out, target):
+    def fn(x):
+        return F.adaptive_avg_pool2d(x, out)
+
+    x = torch.randn(shape)
+    art = lowerkit.compile(fn, (x,), target=target)
     assert_matches_eager(art(x), fn(x))
