@@ -172,6 +172,17 @@ def _dim_names(spec: Any) -> dict[int, str]:
     return {i: getattr(d, "__name__", str(d)) for i, d in items if d is not None}
 
 
+def _keep_frames_of(fn: Callable) -> None:
+    """torch.export (2.13) keeps only the frames of ``forward`` methods in a node's stack
+    trace, so the ops of a plain function would point at lowerkit's wrapper, not the user's
+    line. torch's (private) stack-trace anchors keep a function's frames too."""
+    from torch.fx import proxy
+
+    register = getattr(proxy, "_register_stack_trace_anchor", None)
+    if register is not None and not isinstance(fn, torch.nn.Module):
+        register(inspect.unwrap(fn))
+
+
 def import_program(
     fn: Callable,
     args: tuple = (),
@@ -201,6 +212,7 @@ def import_program(
     dyn = _leaf_dynamic_specs(args, kwargs, dynamic_shapes, fn)
     captured: dict[str, Any] = {}
     wrapper = _TensorLeavesProgram(fn, in_spec, in_leaves, captured)
+    _keep_frames_of(fn)
     try:
         exported = torch.export.export(
             wrapper,

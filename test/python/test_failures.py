@@ -161,3 +161,18 @@ class _Everything(torch.nn.Module):
 
 def _check_factory():
     return _Everything(), (torch.rand(4),)
+
+
+def _uneven_adaptive_max(a):
+    y = a.abs()
+    return torch.nn.functional.adaptive_max_pool2d(y, 2)  # LINE plain-function
+
+
+def test_a_plain_function_points_at_its_own_line():
+    # torch.export keeps only frames of forward methods; lowerkit anchors the user's function,
+    # so a failure points at its line, not at lowerkit's wrapper (ingress.py)
+    base = lowerkit.resolve_pipeline(None)
+    pipe = Pipeline("no-adaptive-fix", [s for s in base.stages if s.name != "gather-adaptive-max-pool"])
+    with pytest.raises(StageError) as info:
+        lowerkit.compile(_uneven_adaptive_max, (torch.randn(4, 4, 1, 4),), pipeline=pipe, cache=False)
+    assert _line("plain-function") in _locations(info.value)
