@@ -16,6 +16,7 @@ indices result is unused; static shapes; runs on the torch dialect.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 from . import _torch_ir as t
@@ -51,9 +52,9 @@ def _rewrite(op: Any) -> list[Any] | None:
     for windows in itertools.product(*per_dim):  # every output position, row-major
         padded = [list(w) + [w[-1]] * (k - len(w)) for w, k in zip(windows, longest)]
         index += [sum(p * s for p, s in zip(pos, strides)) for pos in itertools.product(*padded)]
-    k = len(index) // max(1, _count(outs))
+    k = len(index) // max(1, math.prod(outs))
     flat = t.make_op("torch.aten.flatten.using_ints", [op.operands[0], t.make_int(lead), t.make_int(-1)],
-                     t.vtensor_type([*shape[:lead], _count(spatial)], dtype))
+                     t.vtensor_type([*shape[:lead], math.prod(spatial)], dtype))
     gathered = t.make_op("torch.aten.index_select",
                          [flat, t.make_int(lead), t.make_literal([len(index)], "si64", index)],
                          t.vtensor_type([*shape[:lead], len(index)], dtype))
@@ -66,13 +67,6 @@ def _rewrite(op: Any) -> list[Any] | None:
     return [pooled, t.make_op("torch.aten.new_zeros",  # unused indices: any value of their type
                               [op.operands[0], t.make_int_list(out_shape), t.make_int(4),
                                t.make_none(), t.make_none(), t.make_none()], results[1].type)]
-
-
-def _count(dims) -> int:
-    c = 1
-    for d in dims:
-        c *= d
-    return c
 
 
 def run(module_op: Any, pass_: Any = None) -> None:

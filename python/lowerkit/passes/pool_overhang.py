@@ -28,6 +28,7 @@ Floating point, static shapes; runs on the torch dialect.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 from . import _torch_ir as t
@@ -80,14 +81,7 @@ class _Windows:
                 counts.append(max(end - start, 0))
             per_dim.append(counts)
         # A window wholly in the padding sums to zero; dividing it by one keeps eager's zero.
-        return [max(1, _product(c)) for c in itertools.product(*per_dim)]
-
-
-def _product(values) -> int:
-    p = 1
-    for v in values:
-        p *= v
-    return p
+        return [max(1, math.prod(c)) for c in itertools.product(*per_dim)]
 
 
 def _windows(x: Any, result: Any, kernel, stride, padding, dilation, ceil: bool) -> _Windows | None:
