@@ -18,7 +18,9 @@ from .errors import LowerkitError
 from .ingress import import_program
 from .instrument import Instrument
 from .pipeline import Pipeline, StageRecord
+from .passes import narrow_io
 from .registry import pipelines
+from .stage import PythonPassStage
 from .target import Target
 
 DEFAULT_PIPELINE = "torch-to-linalg"
@@ -89,6 +91,14 @@ def compile(
     return art
 
 
+def _widen_narrow_io(target: Target, build: Build) -> PythonPassStage:
+    """`widen-narrow-io` for ``target``'s storage widths; the runtime widens and narrows
+    the host's tensors to match (`Executable`'s ``widen``)."""
+    bits = frozenset(target.storage_bits)
+    return PythonPassStage(narrow_io.NAME, lambda op, _pass: narrow_io.widen(op, bits), build=build,
+                           description=narrow_io.__doc__.splitlines()[0])
+
+
 def _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags,
              store=None, device=None):
     imported = import_program(fn, args, kwargs, dynamic_shapes)
@@ -113,9 +123,15 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
 
     lowering = pipe.run(imported.module, instruments=instruments)
     records += lowering.records
+    module = lowering.module
+    if not target.narrow_io:  # the target's own stage: its devices' buffers are 32-bit only
+        abi = Pipeline("target-abi", [_widen_narrow_io(target, Build.of(module))])
+        widened = abi.run(module, instruments=instruments)
+        records += widened.records
+        module = widened.module
 
     start = time.perf_counter()
-    bytecode = bridge.to_iree_bytecode(lowering.module)
+    bytecode = bridge.to_iree_bytecode(module)
     serialise = time.perf_counter() - start
     result = compiler.compile_to_vmfb(bytecode, target, list(iree_flags),
                                       **(dump.iree_options() if dump is not None else {}))

@@ -21,7 +21,7 @@ import torch.utils._pytree as pytree
 from .build import Build
 from .errors import LowerkitError
 from .pipeline import StageRecord
-from .runtime import DeviceTensor, Executable, invoke_resident
+from .runtime import DeviceTensor, Executable, invoke_resident, wide_dtypes
 from .signature import CallSignature
 from .target import Target
 
@@ -60,8 +60,22 @@ class Artifact:
     @property
     def executable(self) -> Executable:
         if self._executable is None:
-            self._executable = Executable(self.vmfb, self.driver)
+            self._executable = Executable(self.vmfb, self.driver,
+                                          widen=wide_dtypes(self.target.storage_bits))
         return self._executable
+
+    @property
+    def _result_dtypes(self) -> list[torch.dtype]:
+        """Every result's dtype for the caller: mutated inputs, outputs, then state."""
+        inputs = self.signature.tensor_inputs
+        return ([inputs[i].dtype for i in self.signature.mutated_inputs]
+                + [s.dtype for s in self.signature.tensor_outputs]
+                + [s.dtype for s in self.signature.state])
+
+    def _narrowed(self, outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Outputs that the target returned widened (`widen-narrow-io`), as their own dtype."""
+        return [o.to(d) if o.dtype is not d and o.dtype.itemsize > d.itemsize else o
+                for o, d in zip(outputs, self._result_dtypes)]
 
     def to(self, device: str) -> "Artifact":
         """The same compiled program on another of its target's devices (``cpu``, ``vulkan``,
@@ -83,11 +97,16 @@ class Artifact:
         tensors = self.signature.flatten_inputs(args, kwargs)
         mutated = self.signature.mutated_inputs
         n_outputs = len(mutated) + len(self.signature.tensor_outputs)
+        executable = self.executable
         if not self.state:
-            outputs = self.executable.invoke(tensors, n_outputs)
+            outputs = executable.invoke(tensors, n_outputs)
+            if executable.widen:
+                outputs = self._narrowed(outputs)
         else:
             with self._state_lock:  # calls update the state one after another, as in eager
-                outputs = self.executable.invoke(tensors + self.state, n_outputs + len(self.state))
+                outputs = executable.invoke(tensors + self.state, n_outputs + len(self.state))
+                if executable.widen:
+                    outputs = self._narrowed(outputs)
                 self.state = outputs[n_outputs:]
                 outputs = outputs[:n_outputs]
         for index, value in zip(mutated, outputs):  # in-place changes, as eager makes them
@@ -107,7 +126,8 @@ class Artifact:
 
         args, kwargs = pytree.tree_map(placeholder, (tuple(args), dict(kwargs)))
         values = [swapped.get(id(t), t) for t in self.signature.flatten_inputs(args, kwargs)]
-        outputs = invoke_resident(self.executable, values, len(self.signature.tensor_outputs))
+        outputs = invoke_resident(self.executable, values, len(self.signature.tensor_outputs),
+                                  [s.dtype for s in self.signature.tensor_outputs])
         if not keep_on_device:
             outputs = [o.cpu() for o in outputs]
         return self.signature.unflatten_outputs(outputs)

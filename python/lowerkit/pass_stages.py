@@ -25,6 +25,7 @@ MODULES = {
     "fold-empty-cat": "empty_cat",
     "normalize-unit-slices": "unit_slices",
     "fold-empty-contractions": "empty_contractions",
+    "widen-narrow-io": "narrow_io",
 }
 
 

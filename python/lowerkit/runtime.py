@@ -44,6 +44,18 @@ _NP_TO_TORCH = {
 }
 
 
+def wide_dtypes(storage_bits: "tuple[int, ...]") -> dict[torch.dtype, torch.dtype]:
+    """The host dtypes that cross a call as 32-bit on a target storing only ``storage_bits``
+    (what `widen-narrow-io` made of the compiled function's signature), and their wide dtype."""
+    wide: dict[torch.dtype, torch.dtype] = {}
+    if 8 not in storage_bits:
+        wide.update({torch.bool: torch.int32, torch.int8: torch.int32, torch.uint8: torch.int32})
+    if 16 not in storage_bits:
+        wide.update({torch.float16: torch.float32, torch.bfloat16: torch.float32,
+                     torch.int16: torch.int32})
+    return wide
+
+
 def available_drivers() -> list[str]:
     import iree.runtime as rt
 
@@ -53,10 +65,13 @@ def available_drivers() -> list[str]:
 class Executable:
     """One vmfb loaded on one IREE driver; ``invoke`` maps tensor lists to tensor lists."""
 
-    def __init__(self, vmfb: bytes, driver: str, function: str = "main"):
+    def __init__(self, vmfb: bytes, driver: str, function: str = "main",
+                 widen: dict[torch.dtype, torch.dtype] | None = None):
         self._vmfb = vmfb
         self.driver = driver
         self.function = function
+        # host dtype -> the dtype it crosses the call as (`wide_dtypes`); outputs come back wide
+        self.widen = widen or {}
         self._lock = threading.Lock()
         self._loaded: tuple | None = None
         self._host_path = _HostPath(self) if driver == "local-task" else None  # issue 7
@@ -101,9 +116,12 @@ class Executable:
         hal = _hal(rt)
         alloc = device.allocator.allocate_buffer_copy
         args = rt.VmVariantList(len(tensors))
+        widen = self.widen
         for t in tensors:
             if t.requires_grad:
                 t = t.detach()
+            if widen and t.dtype in widen:
+                t = t.to(widen[t.dtype])
             if not t.is_contiguous():
                 t = t.contiguous()
             if t.dtype is torch.bfloat16:
@@ -240,7 +258,8 @@ class _HostPath:
         if forced == "local-task":
             self._chosen = ()  # resolved to the main executable at the first call
         elif forced == "local-sync":
-            self._twin = Executable(executable._vmfb, "local-sync", executable.function)
+            self._twin = Executable(executable._vmfb, "local-sync", executable.function,
+                                    executable.widen)
             self._chosen = ("twin",)
 
     @property
@@ -256,7 +275,8 @@ class _HostPath:
                 return self._twin.loaded
             return chosen
         if self._twin is None:
-            self._twin = Executable(self._main._vmfb, "local-sync", self._main.function)
+            self._twin = Executable(self._main._vmfb, "local-sync", self._main.function,
+                                    self._main.widen)
         n_main = len(self._times.get(id(self._main.loaded[2]), ()))
         n_twin = len(self._times.get(id(self._twin.loaded[2]), ()))
         return self._twin.loaded if n_twin < n_main else self._main.loaded
@@ -339,6 +359,8 @@ def usable_drivers() -> list[str]:
 _DEVICES: dict[str, Any] = {}
 _DEVICES_LOCK = threading.Lock()
 _LIVE: "weakref.WeakSet[Executable]" = weakref.WeakSet()
+# Tensors left on a device: their buffers must go before the device does at exit.
+_RESIDENT: "weakref.WeakSet[DeviceTensor]" = weakref.WeakSet()
 
 
 def open_device(driver: str) -> Any:
@@ -361,10 +383,12 @@ def open_device(driver: str) -> Any:
 
 @atexit.register
 def _release_at_exit() -> None:
-    """Drop contexts before devices: the Vulkan driver crashes at exit when they go in any
-    order the interpreter's teardown happens to pick."""
+    """Drop contexts and buffers before devices: the Vulkan driver crashes at exit when they
+    go in any order the interpreter's teardown happens to pick."""
     for executable in list(_LIVE):
         executable._loaded = None
+    for tensor in list(_RESIDENT):  # a module-level `h = art(x, keep_on_device=True)`
+        tensor.view = None
     import gc
 
     gc.collect()
@@ -381,6 +405,7 @@ class DeviceTensor:
         self.view = view
         self.driver = driver
         self.dtype = dtype
+        _RESIDENT.add(self)
 
     @property
     def shape(self) -> torch.Size:
@@ -390,10 +415,16 @@ class DeviceTensor:
         return len(self.view.shape)
 
     def cpu(self) -> torch.Tensor:
-        """Copy to a host torch tensor."""
+        """Copy to a host torch tensor (of ``dtype``, also when the device holds it widened)."""
         import iree.runtime as rt
 
-        return Executable._to_torch(rt, open_device(self.driver), self.view)
+        t = Executable._to_torch(rt, open_device(self.driver), self.view)
+        if t.dtype != self.dtype and t.dtype.itemsize > self.dtype.itemsize:
+            return t.to(self.dtype)  # stored 32-bit by `widen-narrow-io`: exact values
+        if t.dtype != self.dtype and t.dtype.itemsize == self.dtype.itemsize \
+                and not t.dtype.is_floating_point and not self.dtype.is_floating_point:
+            return t.view(self.dtype)  # signless integers: IREE's int8 is the caller's uint8
+        return t
 
     to_torch = cpu
 
@@ -412,12 +443,16 @@ class DeviceTensor:
         return f"DeviceTensor([{dims}], {str(self.dtype).removeprefix('torch.')}, on {self.driver})"
 
 
-def upload(rt: Any, device: Any, tensor: torch.Tensor) -> Any:
-    """A torch tensor copied into a buffer view on ``device``."""
+def upload(rt: Any, device: Any, tensor: torch.Tensor,
+           widen: dict[torch.dtype, torch.dtype] | None = None) -> Any:
+    """A torch tensor copied into a buffer view on ``device`` (as its wide dtype where
+    ``widen`` names one, see `wide_dtypes`)."""
     hal = _hal(rt)
     t = tensor.detach().contiguous()
     if t.device.type != "cpu":
         t = t.cpu()
+    if widen and t.dtype in widen:
+        t = t.to(widen[t.dtype])
     arr = t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
     return device.allocator.allocate_buffer_copy(
         memory_type=hal.memory, allowed_usage=hal.usage, device=device, buffer=arr,
@@ -433,18 +468,25 @@ def _torch_dtype(rt: Any, element_type: Any) -> torch.dtype:
 
 
 def invoke_resident(
-    executable: Executable, values: list["torch.Tensor | DeviceTensor"], n_results: int
+    executable: Executable, values: list["torch.Tensor | DeviceTensor"], n_results: int,
+    result_dtypes: list[torch.dtype] | None = None,
 ) -> list[DeviceTensor]:
-    """Call with host or device tensors; the results stay on the device."""
+    """Call with host or device tensors; the results stay on the device. ``result_dtypes``:
+    what the results hold for the caller, when the program returns some widened."""
     rt, device, context, fn = executable.loaded
     args = rt.VmVariantList(len(values))
+    widen = executable.widen
     for v in values:
         if isinstance(v, DeviceTensor):
-            if v.driver != executable.driver:  # another device: through the host
-                v = DeviceTensor.from_torch(v.cpu(), executable.driver)
-            args.push_ref(v.view)
+            stored, want = _torch_dtype(rt, v.view.element_type), widen.get(v.dtype, v.dtype)
+            if v.driver != executable.driver or stored.itemsize != want.itemsize \
+                    or stored.is_floating_point != want.is_floating_point:
+                # another device, or stored at a width this program does not take: via the host
+                args.push_ref(upload(rt, device, v.cpu(), widen))
+            else:
+                args.push_ref(v.view)
         else:
-            args.push_ref(upload(rt, device, v))
+            args.push_ref(upload(rt, device, v, widen))
     results = rt.VmVariantList(n_results)
     try:
         context.invoke(fn, args, results)
@@ -454,5 +496,6 @@ def invoke_resident(
     out = []
     for i in range(len(results)):
         bv = results.get_as_object(i, rt.HalBufferView)
-        out.append(DeviceTensor(bv, executable.driver, _torch_dtype(rt, bv.element_type)))
+        dtype = result_dtypes[i] if result_dtypes else _torch_dtype(rt, bv.element_type)
+        out.append(DeviceTensor(bv, executable.driver, dtype))
     return out

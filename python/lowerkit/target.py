@@ -27,6 +27,14 @@ class Target:
     driver: str               # IREE runtime driver: local-task, vulkan, cuda
     flags: tuple[str, ...] = field(default_factory=tuple)
     drivers: tuple[str, ...] = field(default_factory=tuple)
+    # Element widths (bits) every device of the target can load and store in the buffers a
+    # call hands it; tensors of other widths cross the call as 32-bit (`widen-narrow-io`).
+    storage_bits: tuple[int, ...] = (8, 16, 32, 64)
+
+    @property
+    def narrow_io(self) -> bool:
+        """Whether 8- and 16-bit tensors can cross a call as they are."""
+        return 8 in self.storage_bits and 16 in self.storage_bits
 
     @property
     def runtime_drivers(self) -> tuple[str, ...]:
@@ -56,12 +64,13 @@ class Target:
 
     def to_json(self) -> dict:
         return {"name": self.name, "backend": self.backend, "driver": self.driver,
-                "flags": list(self.flags), "drivers": list(self.drivers)}
+                "flags": list(self.flags), "drivers": list(self.drivers),
+                "storage_bits": list(self.storage_bits)}
 
     @staticmethod
     def from_json(d: dict) -> "Target":
         return Target(d["name"], d["backend"], d["driver"], tuple(d["flags"]),
-                      tuple(d.get("drivers", ())))
+                      tuple(d.get("drivers", ())), tuple(d.get("storage_bits", (8, 16, 32, 64))))
 
     @staticmethod
     def parse(spec: "str | Target | Iterable[str | Target]") -> "Target":
@@ -145,10 +154,17 @@ VULKAN_ARCHS = frozenset("""
 """.split())
 
 
+# Storage widths of the Vulkan targets that lack 8- or 16-bit storage buffer access, read off
+# IREE 3.13's `#iree_gpu.target` (`storage = b32` ...); every other name has b64|b32|b16|b8.
+# IREE's portable default is `vp_android_baseline_2022`.
+VULKAN_STORAGE_BITS = {"": (32,), "vp_android_baseline_2022": (32,), "adreno": (16, 32, 64)}
+
+
 def vulkan(arch: str = "", *, features: str | None = None) -> Target:
     """IREE's vulkan-spirv backend for a GPU family (IREE's portable default when empty).
 
-    ``features`` replaces the SPIR-V environment (``--iree-vulkan-target-features``).
+    ``features`` replaces the SPIR-V environment (``--iree-vulkan-target-features``); lowerkit
+    then assumes 32-bit storage only, so 8- and 16-bit tensors cross calls widened.
     """
     if arch and arch.lower() not in VULKAN_ARCHS:
         raise TargetError(
@@ -159,7 +175,13 @@ def vulkan(arch: str = "", *, features: str | None = None) -> Target:
         flags.append(f"--iree-vulkan-target={arch.lower()}")
     if features:
         flags.append(f"--iree-vulkan-target-features={features}")
-    return Target(f"vulkan:{arch}" if arch else "vulkan", "vulkan-spirv", "vulkan", tuple(flags))
+    bits = (32,) if features else VULKAN_STORAGE_BITS.get(arch.lower(), (8, 16, 32, 64))
+    if 16 not in bits:
+        # SPIR-V without 16-bit storage computes f16 as f32 but sizes IREE's buffers for f16:
+        # f16 values between dispatches come back as zeros. Promoted, they never exist.
+        flags += ["--iree-input-promote-f16-to-f32", "--iree-input-promote-bf16-to-f32"]
+    return Target(f"vulkan:{arch}" if arch else "vulkan", "vulkan-spirv", "vulkan", tuple(flags),
+                  storage_bits=bits)
 
 
 # --iree-cuda-target names in IREE 3.13's table of known CUDA GPUs.
@@ -265,8 +287,9 @@ def combine(*targets: Target) -> Target:
     # when a device has several targets; unlinked, every dispatch keeps all its variants.
     flags = (f"--iree-hal-target-device={','.join(devices)}", *rest,
              "--iree-hal-link-executables=false")
+    bits = tuple(b for b in (8, 16, 32, 64) if all(b in t.storage_bits for t in targets))
     return Target("+".join(t.name for t in targets), "+".join(t.backend for t in targets),
-                  targets[0].driver, flags, tuple(drivers))
+                  targets[0].driver, flags, tuple(drivers), bits)
 
 
 _FACTORIES = {"cpu": cpu, "vulkan": vulkan, "cuda": cuda}

@@ -86,3 +86,35 @@ def test_artifact_without_a_device_refuses_it(tmp_path):
     art = lowerkit.compile(fn, args, target="cpu", cache=tmp_path)
     with pytest.raises(lowerkit.TargetError, match="cannot run on 'vulkan'"):
         art.to("vulkan")
+
+
+def test_storage_widths_of_vulkan_targets():
+    # IREE's portable default has 32-bit storage only; adreno lacks 8-bit; llvmpipe has all.
+    assert Target.parse("vulkan").storage_bits == (32,)
+    assert not Target.parse("vulkan").narrow_io
+    assert "--iree-input-promote-f16-to-f32" in Target.parse("vulkan").flags
+    assert Target.parse("vulkan:adreno").storage_bits == (16, 32, 64)
+    assert Target.parse("vulkan:llvmpipe").narrow_io
+    assert "--iree-input-promote-f16-to-f32" not in Target.parse("vulkan:llvmpipe").flags
+    assert Target.parse("cpu").narrow_io and Target.parse("cuda").narrow_io
+    assert vulkan("rdna3", features="spirv:v1.3,cap:Shader").storage_bits == (32,)
+    # one artifact for several devices takes what all of them can store
+    assert Target.parse("cpu+vulkan").storage_bits == (32,)
+    assert Target.parse("cpu+vulkan:adreno").storage_bits == (16, 32, 64)
+    both = Target.parse("cpu+vulkan")
+    assert Target.from_json(both.to_json()) == both
+
+
+def test_narrow_tensors_cross_a_32_bit_target_widened():
+    # compiled (no device needed): the public function takes and returns i32 / f32
+    from lowerkit.runtime import wide_dtypes
+
+    art = lowerkit.compile(lambda b, h: (torch.where(b, h, -h), b),
+                           (torch.ones(2, 5, dtype=torch.bool), torch.ones(5, dtype=torch.float16)),
+                           target="vulkan", cache=False)
+    assert [r.name for r in art.records][-2:] == ["widen-narrow-io", "iree-compile"]
+    assert wide_dtypes(art.target.storage_bits)[torch.bool] is torch.int32
+    llvmpipe = lowerkit.compile(lambda b: (~b,), (torch.ones(3, dtype=torch.bool),),
+                                target="vulkan:llvmpipe", cache=False)
+    assert "widen-narrow-io" not in [r.name for r in llvmpipe.records]
+    assert wide_dtypes(llvmpipe.target.storage_bits) == {}

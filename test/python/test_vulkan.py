@@ -78,3 +78,73 @@ def test_chain_stays_on_device():
     assert compare(h.cpu(), expected, rtol=1e-4, atol=1e-5).ok
     # a device tensor given without keep_on_device comes back as a torch tensor
     assert isinstance(art(h), torch.Tensor)
+
+
+# IREE's portable Vulkan target ("vulkan", no arch) has 32-bit storage only: 8- and 16-bit
+# tensors crossing a call lost their last bytes or were read as f32 (silently wrong answers)
+# until `widen-narrow-io`; f16 values between dispatches were zeros until f16 was promoted.
+_X = torch.arange(-5.0, 5.0).reshape(2, 5)
+NARROW_IO = {
+    "bool_in": (lambda b: (b.float(),), (torch.tensor([[1, 1, 1, 0, 1], [0, 0, 1, 1, 1]]).bool(),)),
+    "bool_out": (lambda a: (a * 2 > -6,), (_X,)),
+    "f16_in_out": (lambda a: (a * 2 + 1,), (torch.linspace(-2, 2, 5).half(),)),
+    "f16_from_f32": (lambda a: ((a + 1).half(),), (_X,)),
+    "uint8_in": (lambda a: (a.int() + 1,), (torch.tensor([200, 1, 255, 7, 9], dtype=torch.uint8),)),
+    "int8_out": (lambda a: ((a * 3).to(torch.int8),), (_X,)),
+    "int16_in": (lambda a: (a.int() * 2,), (torch.tensor([-300, 7, 30000], dtype=torch.int16),)),
+    "where_any_pool": (lambda a, b: (torch.nn.functional.avg_pool2d(
+        torch.where(b.any(0, keepdim=True), a, -1.0), 2, stride=1),),
+        (torch.tensor([[[3.5, -3.25, -0.25, 2.0, 1.75], [-1.5, -2.5, -4.0, -3.0, 2.0]]]),
+         torch.tensor([[[1, 1, 1, 0, 1], [0, 0, 1, 1, 0]]]).bool())),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NARROW_IO))
+def test_narrow_dtypes_on_the_portable_vulkan_target(name):
+    fn, args = NARROW_IO[name]
+    art = lowerkit.compile(fn, args, target="vulkan")
+    got, expected = art(*args), fn(*args)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
+
+
+def test_f16_buffer_state_on_the_portable_vulkan_target():
+    class Counter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("n", torch.zeros(3, dtype=torch.float16))
+
+        def forward(self, x):
+            self.n.add_(x)
+            return self.n * 2
+
+    x = torch.ones(3, dtype=torch.float16)
+    art = lowerkit.compile(Counter(), (x,), target="vulkan")
+    assert art(x).tolist() == [2.0] * 3 and art(x).tolist() == [4.0] * 3
+    assert art.state[0].dtype == torch.float16
+
+
+def test_widened_results_stay_on_device_and_chain():
+    x = torch.tensor([1.0, -1.0, 2.0, -2.0, 0.0])
+    positive = lowerkit.compile(lambda a: a > 0, (x,), target="vulkan")
+    negate = lowerkit.compile(lambda b: ~b, (torch.ones(5, dtype=torch.bool),), target="vulkan")
+    h = positive(x, keep_on_device=True)
+    assert h.dtype == torch.bool and torch.equal(h.cpu(), x > 0)
+    assert torch.equal(negate(h), ~(x > 0))
+
+
+def test_a_device_tensor_alive_at_exit_does_not_crash_the_interpreter(tmp_path):
+    # The buffer of a module-level DeviceTensor outlived its device at teardown: SIGSEGV.
+    import subprocess
+    import sys
+
+    script = tmp_path / "resident.py"
+    script.write_text(
+        "import torch, lowerkit\n"
+        "art = lowerkit.compile(lambda a: a * 2, (torch.ones(5),), target='vulkan', cache=False)\n"
+        "h = art(torch.ones(5), keep_on_device=True)\n"
+        "print(h.cpu().tolist())\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "[2.0, 2.0, 2.0, 2.0, 2.0]" in run.stdout

@@ -1,0 +1,172 @@
+"""widen-narrow-io: a public function takes and returns 32-bit tensors in place of 8- and 16-bit ones.
+
+A GPU without 8- or 16-bit storage access (IREE's portable Vulkan target, `vp_android_baseline_2022`,
+has only 32-bit storage; `adreno` has no 8-bit) cannot address a ``bool``/``i8``/``f16``
+buffer that the host hands it: IREE 3.13 emulates those loads and stores with 32-bit words,
+reads a ``f16`` input as ``f32``, and drops the bytes past the last whole word, so the results
+are silently wrong (a ``bool[2, 5]`` input loses its last two elements, every ``f16`` input is
+garbage). Internal buffers are fine: IREE pads and demotes those consistently.
+
+This pass keeps the function's body and changes only its boundary: each public ``func.func``
+with a narrow tensor argument or result becomes a private function, called by a new public
+one of the same name whose narrow tensors are ``i32`` (integers and bools) or ``f32`` (floats),
+converted by one ``linalg.generic`` on the way in and out. The runtime widens the host's
+inputs and narrows the outputs back (`lowerkit.runtime`), so the values are exactly eager's.
+Run on linalg on tensors (in either MLIR build); `lowerkit.api` applies it for targets whose
+`Target.storage_bits` lack a width.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+NAME = "widen-narrow-io"
+_SUFFIX = "$narrow_io"
+
+
+def _conversion(elem: str, widths: frozenset[int]) -> tuple[str, str, str] | None:
+    """``(wide type, widening op, narrowing op)`` for a narrow element type, else None."""
+    if elem == "i1" and 8 not in widths:  # bools are stored as bytes
+        return "i32", "arith.extui", "arith.trunci"
+    if elem in ("i8", "i16") and int(elem[1:]) not in widths:
+        return "i32", "arith.extsi", "arith.trunci"
+    if elem in ("f16", "bf16") and 16 not in widths:
+        return "f32", "arith.extf", "arith.truncf"
+    return None
+
+
+def _ir(obj: Any) -> Any:
+    """The ``ir`` module of the MLIR build ``obj`` belongs to: the pass runs in either."""
+    import importlib
+
+    return importlib.import_module(type(obj).__module__)
+
+
+def _tensor(type_: Any) -> tuple[list[str], str] | None:
+    """``(dims as text, element type)`` of a ranked tensor type."""
+    ir = _ir(type_)
+    if type_.typeid != ir.RankedTensorType.static_typeid:
+        return None
+    t = ir.RankedTensorType(type_)
+    dims = ["?" if t.is_dynamic_dim(i) else str(t.get_dim_size(i)) for i in range(t.rank)]
+    return dims, str(t.element_type)
+
+
+def _type_text(dims: list[str], elem: str) -> str:
+    return "tensor<" + "".join(f"{d}x" for d in dims) + elem + ">"
+
+
+class _Writer:
+    """Builds the text of the public wrapper function, one SSA value a line."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.n = 0
+
+    def fresh(self) -> str:
+        self.n += 1
+        return f"%v{self.n}"
+
+    def convert(self, value: str, dims: list[str], src: str, dst: str, op: str) -> str:
+        rank = len(dims)
+        sizes = []
+        for i, d in enumerate(dims):
+            if d == "?":
+                c, s = self.fresh(), self.fresh()
+                self.lines += [f"{c} = arith.constant {i} : index",
+                               f"{s} = tensor.dim {value}, {c} : {_type_text(dims, src)}"]
+                sizes.append(s)
+        empty, out = self.fresh(), self.fresh()
+        ids = ", ".join(f"d{i}" for i in range(rank))
+        amap = f"affine_map<({ids}) -> ({ids})>"
+        iters = ", ".join(['"parallel"'] * rank)
+        self.lines += [
+            f"{empty} = tensor.empty({', '.join(sizes)}) : {_type_text(dims, dst)}",
+            f"{out} = linalg.generic {{indexing_maps = [{amap}, {amap}], iterator_types = [{iters}]}}"
+            f" ins({value} : {_type_text(dims, src)}) outs({empty} : {_type_text(dims, dst)}) {{",
+            f"^bb0(%in: {src}, %out: {dst}):",
+            f"  %c = {op} %in : {src} to {dst}",
+            f"  linalg.yield %c : {dst}",
+            f"}} -> {_type_text(dims, dst)}",
+        ]
+        return out
+
+
+def _wrapper(name: str, inner: str, args: list[Any], results: list[Any],
+             widths: frozenset[int]) -> str | None:
+    """The text of ``@name`` (wide) calling ``@inner`` (narrow), and a declaration of
+    ``@inner``; None when no argument or result is narrow."""
+    w = _Writer()
+    wide_args, call_args, narrow = [], [], False
+    for i, t in enumerate(args):
+        info, conv = _tensor(t), None
+        if info is not None:
+            conv = _conversion(info[1], widths)
+        if conv is None:
+            wide_args.append(str(t))
+            call_args.append(f"%arg{i}")
+            continue
+        narrow = True
+        dims, elem = info
+        wide_args.append(_type_text(dims, conv[0]))
+        call_args.append(w.convert(f"%arg{i}", dims, conv[0], elem, conv[2]))
+    call = w.fresh()
+    if results:
+        w.lines.append(f"{call}:{len(results)} = func.call @\"{inner}\"({', '.join(call_args)}) : "
+                       f"({', '.join(str(t) for t in args)}) -> ({', '.join(str(t) for t in results)})")
+    else:
+        w.lines.append(f"func.call @\"{inner}\"({', '.join(call_args)}) : "
+                       f"({', '.join(str(t) for t in args)}) -> ()")
+    wide_results, returned = [], []
+    for i, t in enumerate(results):
+        info, conv = _tensor(t), None
+        if info is not None:
+            conv = _conversion(info[1], widths)
+        if conv is None:
+            wide_results.append(str(t))
+            returned.append(f"{call}#{i}")
+            continue
+        narrow = True
+        dims, elem = info
+        wide_results.append(_type_text(dims, conv[0]))
+        returned.append(w.convert(f"{call}#{i}", dims, elem, conv[0], conv[1]))
+    if not narrow:
+        return None
+    params = ", ".join(f"%arg{i}: {t}" for i, t in enumerate(wide_args))
+    ret = f"return {', '.join(returned)} : {', '.join(wide_results)}" if results else "return"
+    body = "\n".join(f"  {line}" for line in w.lines + [ret])
+    declared = (f"func.func private @\"{inner}\"({', '.join(str(t) for t in args)}) -> "
+                f"({', '.join(str(t) for t in results)})")
+    return (f"{declared}\nfunc.func @{name}({params}) -> ({', '.join(wide_results)}) {{\n"
+            f"{body}\n}}\n")
+
+
+def widen(module_op: Any, widths: Iterable[int] = (32, 64)) -> list[str]:
+    """Give every public function of ``module_op`` 32-bit tensors in place of those whose
+    element width is not in ``widths``; returns the names of the functions changed."""
+    ir = _ir(module_op)
+    widths = frozenset(widths)
+    body = module_op.regions[0].blocks[0]
+    changed = []
+    for op in [o.operation for o in body.operations]:
+        if op.name != "func.func" or "sym_visibility" in op.attributes \
+                or not op.regions[0].blocks:
+            continue
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+        inner = name + _SUFFIX
+        text = _wrapper(name, inner, list(ftype.inputs), list(ftype.results), widths)
+        if text is None:
+            continue
+        parsed = ir.Module.parse(text, context=module_op.context)
+        wrapper = list(parsed.body.operations)[1].operation
+        op.attributes["sym_name"] = ir.StringAttr.get(inner, module_op.context)
+        op.attributes["sym_visibility"] = ir.StringAttr.get("private", module_op.context)
+        wrapper.move_after(op)
+        changed.append(name)
+    return changed
+
+
+def run(module_op: Any, pass_: Any = None) -> None:
+    """The pass as `lowerkit-opt --pass=widen-narrow-io` runs it: 8- and 16-bit tensors widened."""
+    widen(module_op)
