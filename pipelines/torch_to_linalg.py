@@ -27,6 +27,8 @@ The stages, in torch-mlir's MLIR build:
    windows as a gather and a max (torch-mlir cannot lower it); ``fold-empty-cat``: a cat of empty tensors, for which torch-mlir
    builds invalid IR; ``normalize-unit-slices``:
    step 1 for a strided slice of one element (IREE rejects the strided layout);
+   ``crop-negative-pad``: a constant pad by negative amounts as a slice, then a pad (IREE
+   rejects torch-mlir's negative offsets);
 - ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
    shapes and dtypes refined, ops decomposed to those the backends accept);
 - ``batch-unbatched-pooling``: pooling of ``[C, H, W]`` as pooling of ``[1, C, H, W]``
@@ -58,7 +60,8 @@ NAME = "torch-to-linalg"
 # lowerkit's own passes on the torch dialect, before torch-mlir's backend contract
 TORCH_FIXES = ("widen-unsigned", "rewrite-bool-mask-index-put", "replace-empty-results",
                "rewrite-unit-window-pooling", "trim-conv-overhang", "pad-pool-overhang",
-               "gather-adaptive-max-pool", "fold-empty-cat", "normalize-unit-slices")
+               "gather-adaptive-max-pool", "fold-empty-cat", "normalize-unit-slices",
+               "crop-negative-pad")
 
 
 def build_pipeline() -> Pipeline:

@@ -236,12 +236,13 @@ def check_program(program: Program, target: str = "cpu", cache: Any = None) -> O
 
 
 def fuzz_targets() -> list[str]:
-    """``cpu``, and ``vulkan:llvmpipe`` where IREE's vulkan driver opens a device here."""
+    """``cpu``, and where IREE's vulkan driver opens a device here ``vulkan:llvmpipe`` and
+    ``vulkan`` (IREE's portable target: 32-bit storage only, so `widen-narrow-io` runs)."""
     from .runtime import usable_drivers
 
     targets = ["cpu"]
     if os.environ.get("LOWERKIT_FUZZ_VULKAN", "1") != "0" and "vulkan" in usable_drivers():
-        targets.append("vulkan:llvmpipe")
+        targets += ["vulkan:llvmpipe", "vulkan"]
     return targets
 
 

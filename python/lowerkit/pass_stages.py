@@ -23,6 +23,7 @@ MODULES = {
     "gather-adaptive-max-pool": "adaptive_max_pool",
     "replace-empty-results": "empty_results",
     "fold-empty-cat": "empty_cat",
+    "crop-negative-pad": "negative_pad",
     "normalize-unit-slices": "unit_slices",
     "fold-empty-contractions": "empty_contractions",
     "widen-narrow-io": "narrow_io",

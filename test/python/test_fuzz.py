@@ -130,11 +130,16 @@ def test_fuzz_ci_cpu(program):
 
 
 @pytest.mark.skipif("vulkan:llvmpipe" not in fuzz_targets(), reason="no Vulkan device here")
-@settings(max_examples=CI_VULKAN_EXAMPLES, deadline=None, database=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
-@given(programs())
-def test_fuzz_ci_vulkan(program):
-    check(program, "vulkan:llvmpipe")
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe", "vulkan"])
+def test_fuzz_ci_vulkan(target):
+    # "vulkan" is IREE's portable target (32-bit storage): narrow dtypes cross calls widened
+    @settings(max_examples=CI_VULKAN_EXAMPLES, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(programs())
+    def sweep(program):
+        check(program, target)
+
+    sweep()
 
 
 @pytest.mark.fuzz

@@ -311,3 +311,41 @@ def test_uneven_adaptive_avg_pool(shape, out, target):
     x = torch.randn(shape)
     art = lowerkit.compile(fn, (x,), target=target)
     assert_matches_eager(art(x), fn(x))
+
+
+# -- constant padding by negative amounts -----------------------------------------------------
+# torch-mlir lowers a negative pad to offsets iree-compile rejects ("slice along dimension 1
+# runs out-of-bounds: 8 >= 8", "expected offsets to be non-negative"); fuzzer seed 20261125,
+# program 91 on the portable Vulkan target (19 of its 20 compiler errors), CPU alike.
+def negative_pad_program(a, b, w0):  # a: [3, 7] float32; b: [3, 7] float32; w0: [8, 1] float32
+    v1 = torch.sign(b)
+    v2 = v1 <= -1
+    v3 = v2.all(1, keepdim=False)
+    v4 = F.pad(a, (2, -1), mode='constant')
+    v5 = v4 @ w0
+    v6 = v5 + v5
+    v7 = torch.sign(v6)
+    return (v3, v7,)
+
+
+NEGATIVE_PADS = {
+    "right": (lambda a: (F.pad(a, (2, -1)),), (3, 7)),
+    "left": (lambda a: (F.pad(a, (-2, 1)),), (3, 7)),
+    "two_dims_value": (lambda a: (F.pad(a, (-1, -2, 3, -1), value=0.5),), (2, 5, 7)),
+    "crop_only": (lambda a: (F.pad(a, (-1, -1)) * 2,), (3, 7)),
+    "crop_to_empty": (lambda a: (F.pad(a, (-4, -3)),), (3, 7)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEGATIVE_PADS))
+def test_negative_constant_pad(name):
+    fn, shape = NEGATIVE_PADS[name]
+    a = torch.randn(shape)
+    assert_matches_eager(lowerkit.compile(fn, (a,))(a), fn(a))
+
+
+def test_negative_pad_fuzz_program():
+    args = (torch.tensor([[-2.0, 1, 0.5, 3, -1, 0, 2]] * 3), torch.randn(3, 7).round(),
+            torch.randn(8, 1).round())
+    assert_matches_eager(lowerkit.compile(negative_pad_program, args)(*args),
+                         negative_pad_program(*args))
