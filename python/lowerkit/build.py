@@ -142,6 +142,10 @@ class DiagnosticCapture:
 
     def __exit__(self, *exc) -> None:
         self._handler.detach()
+        # The handler object keeps its callback (which refers to this capture, and so to the
+        # context) where Python's collector cannot see: without this every context that ever
+        # ran a stage stayed alive (~3 MB a compiled program, 4 GB over a 1000-program fuzz).
+        self._handler = None
 
 
 class _Diag:

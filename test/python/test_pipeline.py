@@ -89,3 +89,23 @@ def test_stage_names_are_kebab_case_and_registry_refuses_duplicates():
         lowerkit.registry.pipelines.register("torch-to-linalg", lambda: None)
     with pytest.raises(lowerkit.RegistryError, match="no pipelines named 'nope'"):
         lowerkit.registry.pipelines.get("nope")
+
+
+def test_running_stages_does_not_keep_contexts_alive():
+    # The diagnostic handler of every stage run kept its context (and module) alive: the
+    # fuzzer grew by ~3 MB a program (4 GB over 1000 programs).
+    import gc
+
+    from torch_mlir import ir
+
+    def alive() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, ir.Context))
+
+    stage = PythonPassStage("noop-pass", lambda op, pass_: None)
+    before = alive()
+    for _ in range(20):
+        module = ir.Module.parse("func.func @f() { return }", ir.Context())
+        stage(module)
+        del module
+    assert alive() - before <= 1
