@@ -239,7 +239,7 @@ def compile_to_vmfb(
                 summary = f"iree-compile crashed with {sig}"
             else:
                 summary = f"iree-compile exited with status {proc.returncode}"
-            raise _failure(bytecode, replay, summary, proc.stderr)
+            raise _failure(bytecode, replay, summary + _hint(proc.stderr, target), proc.stderr)
         result = CompileResult(out.read_bytes(), seconds, cmd, phase_records(phases, started_ns),
                                executable_files(execs))
         if phases_dir is None:
@@ -249,6 +249,15 @@ def compile_to_vmfb(
             for f in result.executables:
                 f.path = None
         return result
+
+
+def _hint(stderr: str, target: Target) -> str:
+    """What to do about a failure whose cause is the target rather than the program."""
+    if "from ('i64') to ('vector<2xi32>')" in stderr:
+        # SPIR-V without Int64 emulates i64 as two i32 and some ops have no emulation
+        return (f" (64-bit integer arithmetic is not supported on '{target.name}': the GPU has "
+                "no Int64; compute in int32, or compile for a named GPU, e.g. 'vulkan:rdna3')")
+    return ""
 
 
 def _short(message: str) -> str:

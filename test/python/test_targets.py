@@ -118,3 +118,12 @@ def test_narrow_tensors_cross_a_32_bit_target_widened():
                                 target="vulkan:llvmpipe", cache=False)
     assert "widen-narrow-io" not in [r.name for r in llvmpipe.records]
     assert wide_dtypes(llvmpipe.target.storage_bits) == {}
+
+
+def test_int64_on_the_portable_vulkan_target_is_a_clear_error():
+    # IREE emulates i64 as two i32 there and cannot for some ops; found by the fuzzer
+    with pytest.raises(lowerkit.StageError) as info:
+        lowerkit.compile(lambda a: a.abs(), (torch.arange(-2, 3),), target="vulkan", cache=False)
+    message = str(info.value)
+    assert "no Int64" in message and "vulkan:rdna3" in message
+    assert "test_targets.py" in message  # the user's line
