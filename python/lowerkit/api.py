@@ -18,7 +18,7 @@ from .errors import LowerkitError
 from .ingress import import_program
 from .instrument import Instrument
 from .pipeline import Pipeline, StageRecord
-from .passes import narrow_io
+from .passes import narrow_io, outer_reduction_fence
 from .registry import pipelines
 from .stage import PythonPassStage
 from .target import Target
@@ -91,6 +91,18 @@ def compile(
     return art
 
 
+def _target_stages(target: Target, build: Build) -> list[PythonPassStage]:
+    """Stages a target needs after the pipeline, for defects of IREE's code for its devices."""
+    stages = []
+    if not target.narrow_io:  # its devices' buffers are 32-bit only
+        stages.append(_widen_narrow_io(target, build))
+    if "vulkan-spirv" in target.backend:  # IREE build: the barrier is IREE's `util` dialect
+        stages.append(PythonPassStage(outer_reduction_fence.NAME, outer_reduction_fence.run,
+                                      build=Build.IREE,
+                                      description=outer_reduction_fence.__doc__.splitlines()[0]))
+    return stages
+
+
 def _widen_narrow_io(target: Target, build: Build) -> PythonPassStage:
     """`widen-narrow-io` for ``target``'s storage widths; the runtime widens and narrows
     the host's tensors to match (`Executable`'s ``widen``)."""
@@ -124,11 +136,11 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     lowering = pipe.run(imported.module, instruments=instruments)
     records += lowering.records
     module = lowering.module
-    if not target.narrow_io:  # the target's own stage: its devices' buffers are 32-bit only
-        abi = Pipeline("target-abi", [_widen_narrow_io(target, Build.of(module))])
-        widened = abi.run(module, instruments=instruments)
-        records += widened.records
-        module = widened.module
+    fixes = _target_stages(target, Build.of(module))
+    if fixes:
+        done = Pipeline("target-fixes", fixes).run(module, instruments=instruments)
+        records += done.records
+        module = done.module
 
     start = time.perf_counter()
     bytecode = bridge.to_iree_bytecode(module)

@@ -148,3 +148,27 @@ def test_a_device_tensor_alive_at_exit_does_not_crash_the_interpreter(tmp_path):
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "[2.0, 2.0, 2.0, 2.0, 2.0]" in run.stdout
+
+
+# IREE fused a reduction over an outer dim with the broadcast op consuming it into one
+# dispatch that came back wrong (`inf`, or off by ~1) on Vulkan; found by the fuzzer as a
+# float16 softmax over dim 0 (seed 20261128, programs 548-551). `fence-outer-reductions`.
+OUTER_REDUCTIONS = {
+    "div_sum_dim0_3x12": (lambda a: a / a.sum(0, keepdim=True), (3, 12)),
+    "sub_amax_dim0_3x70": (lambda a: a - a.amax(0, keepdim=True), (3, 70)),
+    "softmax_dim0_2x130": (lambda a: torch.softmax(a, 0), (2, 130)),
+    "mean_dim1_4x70x5": (lambda a: a - a.mean(1, keepdim=True), (4, 70, 5)),
+    "softmax_f16_fuzz": (lambda a: torch.sigmoid(torch.softmax(a, 0)).amax(2), (3, 3, 1, 4)),
+}
+
+
+@pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
+@pytest.mark.parametrize("name", sorted(OUTER_REDUCTIONS))
+def test_reduction_over_an_outer_dim_fused_with_its_consumer(name, target):
+    fn, shape = OUTER_REDUCTIONS[name]
+    dtype = torch.float16 if "f16" in name else torch.float32
+    a = (torch.rand(shape) + 0.5).to(dtype)
+    art = lowerkit.compile(fn, (a,), target=target)
+    assert "fence-outer-reductions" in [r.name for r in art.records]
+    tol = 1e-2 if dtype == torch.float16 else 1e-5
+    torch.testing.assert_close(art(a), fn(a), rtol=tol, atol=tol)

@@ -1,0 +1,56 @@
+"""fence-outer-reductions: the result of a reduction over an outer dim gets its own dispatch.
+
+IREE 3.13's SPIR-V code generation miscomputes a dispatch that fuses a reduction whose reduced
+dim is not the innermost (``x.sum(0, keepdim=True)``, ``x.amax(0)``, softmax over dim 0) with
+the broadcasting elementwise op that consumes it: ``a / a.sum(0, keepdim=True)`` on a [3, 12]
+tensor gives ``inf`` on IREE's portable Vulkan target, on a [3, 70] or [2, 130] one also on
+`vulkan:llvmpipe`. Silent wrong answers, found by lowerkit's fuzzer (a float16 softmax over
+dim 0). Each such reduction alone compiles correctly, so its results go through
+``util.optimization_barrier``, which dispatch formation does not fuse across: one more
+dispatch and one more pass over the reduced tensor, and the right numbers.
+Runs in IREE's MLIR build, on linalg on tensors, for Vulkan targets (`lowerkit.api`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NAME = "fence-outer-reductions"
+
+
+def _outer_reduction(op: Any, ir: Any) -> bool:
+    """A ``linalg.generic`` with a reduction loop outside a parallel one."""
+    if op.name != "linalg.generic" or "iterator_types" not in op.attributes:
+        return False
+    kinds = ["reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    return any(kinds) and not all(kinds[kinds.index(True):])
+
+
+def fence(module_op: Any) -> int:
+    """Put a barrier behind every used result of an outer reduction; returns how many."""
+    import importlib
+
+    ir = importlib.import_module(type(module_op).__module__)
+    found = []
+
+    def visit(op):
+        if _outer_reduction(op, ir):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    fenced = 0
+    for op in found:
+        for result in op.results:
+            if not any(True for _ in result.uses):
+                continue
+            with ir.InsertionPoint.after(op), op.location:
+                barrier = ir.Operation.create("util.optimization_barrier",
+                                              results=[result.type], operands=[result])
+            result.replace_all_uses_except(barrier.results[0], barrier)
+            fenced += 1
+    return fenced
+
+
+def run(module_op: Any, pass_: Any = None) -> None:
+    fence(module_op)
