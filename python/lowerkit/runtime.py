@@ -384,13 +384,28 @@ def open_device(driver: str) -> Any:
 @atexit.register
 def _release_at_exit() -> None:
     """Drop contexts and buffers before devices: the Vulkan driver crashes at exit when they
-    go in any order the interpreter's teardown happens to pick."""
+    go in any order the interpreter's teardown happens to pick.
+
+    The CPU drivers are the exception: their outputs are tensors over IREE's own buffers
+    (`_host_tensor`), and a module-level ``y = art(x)`` (or any view of it) is released only
+    during the interpreter's final teardown, after this. Releasing its mapping then called
+    into a destroyed device (SIGSEGV at exit). Their devices and contexts are kept for the
+    life of the process instead; the operating system takes the memory back."""
+    import ctypes
+    import gc
+
+    def keep_forever(obj: Any) -> None:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+
     for executable in list(_LIVE):
+        if executable.driver.startswith("local-") and executable._loaded is not None:
+            keep_forever(executable._loaded)
         executable._loaded = None
     for tensor in list(_RESIDENT):  # a module-level `h = art(x, keep_on_device=True)`
         tensor.view = None
-    import gc
-
+    for driver, device in _DEVICES.items():
+        if driver.startswith("local-"):
+            keep_forever(device)
     gc.collect()
     _DEVICES.clear()
     gc.collect()

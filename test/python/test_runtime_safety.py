@@ -194,3 +194,26 @@ def test_concurrent_first_calls_load_once():
         t.join(timeout=120)
     assert not errors, errors
     assert len(outs) == 4 and all(compare(o, _f(x, y)).ok for o in outs)
+
+
+@pytest.mark.parametrize("driver", ["auto", "local-task"])
+def test_outputs_alive_at_exit_do_not_crash_the_interpreter(tmp_path, driver):
+    # CPU outputs are tensors over IREE's buffers; a module-level one is
+    # released in the interpreter's final teardown, after lowerkit's atexit dropped the
+    # device: SIGSEGV at exit, until the CPU devices were kept for the process's life.
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "outputs_at_exit.py"
+    script.write_text(
+        "import torch, lowerkit\n"
+        "a = torch.ones(3, 4)\n"
+        "art = lowerkit.compile(lambda a: (a * 2,), (a,), cache=False)\n"
+        "y = art(a)[0]\n"
+        "print(y[0].tolist())\n")
+    env = dict(os.environ, LOWERKIT_CPU_DRIVER=driver)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "[2.0, 2.0, 2.0, 2.0]" in run.stdout
