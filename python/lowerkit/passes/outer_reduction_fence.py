@@ -7,7 +7,8 @@ tensor gives ``inf`` on IREE's portable Vulkan target, on a [3, 70] or [2, 130] 
 `vulkan:llvmpipe`. Silent wrong answers, found by lowerkit's fuzzer (a float16 softmax over
 dim 0). Each such reduction alone compiles correctly, so its results go through
 ``util.optimization_barrier``, which dispatch formation does not fuse across: one more
-dispatch and one more pass over the reduced tensor, and the right numbers.
+dispatch and one more pass over the reduced tensor, and the right numbers. Its inputs are
+fenced off the same way: computed inside the reduction's dispatch they were wrong too.
 Runs in IREE's MLIR build, on linalg on tensors, for Vulkan targets (`lowerkit.api`).
 """
 
@@ -26,8 +27,19 @@ def _outer_reduction(op: Any, ir: Any) -> bool:
     return any(kinds) and not all(kinds[kinds.index(True):])
 
 
+# producers that are not computations: nothing of theirs is fused into the reduction
+_LEAVES = {"arith.constant", "util.optimization_barrier", "tensor.empty"}
+
+
+def _inputs(op: Any, ir: Any) -> int:
+    """How many of a ``linalg.generic``'s operands are ``ins`` (the rest are ``outs``)."""
+    sizes = op.attributes["operandSegmentSizes"]
+    return int(ir.DenseI32ArrayAttr(sizes)[0])
+
+
 def fence(module_op: Any) -> int:
-    """Put a barrier behind every used result of an outer reduction; returns how many."""
+    """Put a barrier between every outer reduction and the ops that compute its inputs or
+    use its results; returns how many."""
     import importlib
 
     ir = importlib.import_module(type(module_op).__module__)
@@ -41,6 +53,19 @@ def fence(module_op: Any) -> int:
     module_op.walk(visit)
     fenced = 0
     for op in found:
+        # its inputs too: computed into the reduction's dispatch (a strided slice of a
+        # broadcast `or` of bools), they came back wrong on vulkan:llvmpipe (seed 20261127 #1310)
+        for i, operand in enumerate(list(op.operands)[:_inputs(op, ir)]):
+            producer = operand.owner
+            if not isinstance(producer, ir.Operation) and hasattr(producer, "operation"):
+                producer = producer.operation
+            if not isinstance(producer, ir.Operation) or producer.name in _LEAVES:
+                continue
+            with ir.InsertionPoint(op), op.location:
+                barrier = ir.Operation.create("util.optimization_barrier",
+                                              results=[operand.type], operands=[operand])
+            op.operands[i] = barrier.results[0]
+            fenced += 1
         for result in op.results:
             if not any(True for _ in result.uses):
                 continue
