@@ -97,7 +97,9 @@ def _target_stages(target: Target, build: Build) -> list[PythonPassStage]:
     if not target.narrow_io:  # its devices' buffers are 32-bit only
         stages.append(_widen_narrow_io(target, build))
     if "vulkan-spirv" in target.backend:  # IREE build: the barrier is IREE's `util` dialect
-        stages.append(PythonPassStage(outer_reduction_fence.NAME, outer_reduction_fence.run,
+        bits = frozenset(target.storage_bits)
+        stages.append(PythonPassStage(outer_reduction_fence.NAME,
+                                      lambda op, _pass: outer_reduction_fence.fence(op, bits),
                                       build=Build.IREE,
                                       description=outer_reduction_fence.__doc__.splitlines()[0]))
     return stages

@@ -37,12 +37,25 @@ def _inputs(op: Any, ir: Any) -> int:
     return int(ir.DenseI32ArrayAttr(sizes)[0])
 
 
-def fence(module_op: Any) -> int:
+def _unstorable(type_: Any, ir: Any, storage_bits: frozenset[int]) -> bool:
+    """An integer tensor whose element width the target cannot store: materialised between
+    two dispatches (as a barrier does), IREE 3.13 drops its last bytes on such a target."""
+    if type_.typeid != ir.RankedTensorType.static_typeid:
+        return False
+    element = str(ir.RankedTensorType(type_).element_type)
+    if element == "i1":
+        return 8 not in storage_bits
+    return element in ("i8", "i16") and int(element[1:]) not in storage_bits
+
+
+def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None) -> int:
     """Put a barrier between every outer reduction and the ops that compute its inputs or
-    use its results; returns how many."""
+    use its results, except for values the target could not store (``storage_bits``, all
+    widths when None); returns how many."""
     import importlib
 
     ir = importlib.import_module(type(module_op).__module__)
+    bits = frozenset(storage_bits) if storage_bits is not None else frozenset((8, 16, 32, 64))
     found = []
 
     def visit(op):
@@ -59,7 +72,8 @@ def fence(module_op: Any) -> int:
             producer = operand.owner
             if not isinstance(producer, ir.Operation) and hasattr(producer, "operation"):
                 producer = producer.operation
-            if not isinstance(producer, ir.Operation) or producer.name in _LEAVES:
+            if not isinstance(producer, ir.Operation) or producer.name in _LEAVES \
+                    or _unstorable(operand.type, ir, bits):
                 continue
             with ir.InsertionPoint(op), op.location:
                 barrier = ir.Operation.create("util.optimization_barrier",
@@ -67,7 +81,7 @@ def fence(module_op: Any) -> int:
             op.operands[i] = barrier.results[0]
             fenced += 1
         for result in op.results:
-            if not any(True for _ in result.uses):
+            if not any(True for _ in result.uses) or _unstorable(result.type, ir, bits):
                 continue
             with ir.InsertionPoint.after(op), op.location:
                 barrier = ir.Operation.create("util.optimization_barrier",
