@@ -169,15 +169,8 @@ def prepare(model, args, kwargs, target: str, result: BenchResult,
 
 
 def measure(calls: dict[str, Callable[[], Any]], result: BenchResult, *, rounds: int = 15,
-            min_sample_s: float = 0.02, max_seconds: float = 20.0,
-            settle_s: float = 0.01) -> None:
-    """Warm up, size each sample, then take interleaved samples of every contender.
-
-    Between two samples the process sleeps ``settle_s``: PyTorch's OpenMP threads and IREE's
-    task workers spin for a while after their work ends, and a sample taken right after
-    another contender's shared the two cores with those spinning threads (seen with two torch
-    threads on a quiet 2-core machine: lowerkit's GPT-2-tiny at 1.08 ms after eager, 0.43 ms
-    with one torch thread)."""
+            min_sample_s: float = 0.02, max_seconds: float = 20.0) -> None:
+    """Warm up, size each sample, then take interleaved samples of every contender."""
     per_call = {}
     for name, fn in calls.items():
         fn()
@@ -194,8 +187,6 @@ def measure(calls: dict[str, Callable[[], Any]], result: BenchResult, *, rounds:
     for _ in range(rounds):
         for name, fn in calls.items():
             n = reps[name]
-            if settle_s:
-                time.sleep(settle_s)
             start = time.perf_counter()
             for _ in range(n):
                 fn()
