@@ -92,24 +92,33 @@ class _Writer:
         return out
 
 
+def _cross(w: _Writer, values: list[str], types: list[Any], widths: frozenset[int],
+           inward: bool) -> tuple[list[str], list[str], bool]:
+    """The wide types of ``values`` and the values converted across the boundary (narrowed
+    on the way in, widened on the way out); whether any was narrow."""
+    wide, converted, narrow = [], [], False
+    for value, t in zip(values, types):
+        info = _tensor(t)
+        conv = _conversion(info[1], widths) if info is not None else None
+        if conv is None:
+            wide.append(str(t))
+            converted.append(value)
+            continue
+        narrow = True
+        dims, elem = info
+        wide.append(_type_text(dims, conv[0]))
+        converted.append(w.convert(value, dims, conv[0], elem, conv[2]) if inward
+                         else w.convert(value, dims, elem, conv[0], conv[1]))
+    return wide, converted, narrow
+
+
 def _wrapper(name: str, inner: str, args: list[Any], results: list[Any],
              widths: frozenset[int]) -> str | None:
     """The text of ``@name`` (wide) calling ``@inner`` (narrow), and a declaration of
     ``@inner``; None when no argument or result is narrow."""
     w = _Writer()
-    wide_args, call_args, narrow = [], [], False
-    for i, t in enumerate(args):
-        info, conv = _tensor(t), None
-        if info is not None:
-            conv = _conversion(info[1], widths)
-        if conv is None:
-            wide_args.append(str(t))
-            call_args.append(f"%arg{i}")
-            continue
-        narrow = True
-        dims, elem = info
-        wide_args.append(_type_text(dims, conv[0]))
-        call_args.append(w.convert(f"%arg{i}", dims, conv[0], elem, conv[2]))
+    wide_args, call_args, narrow_in = _cross(w, [f"%arg{i}" for i in range(len(args))], args,
+                                             widths, inward=True)
     call = w.fresh()
     if results:
         w.lines.append(f"{call}:{len(results)} = func.call @\"{inner}\"({', '.join(call_args)}) : "
@@ -117,19 +126,9 @@ def _wrapper(name: str, inner: str, args: list[Any], results: list[Any],
     else:
         w.lines.append(f"func.call @\"{inner}\"({', '.join(call_args)}) : "
                        f"({', '.join(str(t) for t in args)}) -> ()")
-    wide_results, returned = [], []
-    for i, t in enumerate(results):
-        info, conv = _tensor(t), None
-        if info is not None:
-            conv = _conversion(info[1], widths)
-        if conv is None:
-            wide_results.append(str(t))
-            returned.append(f"{call}#{i}")
-            continue
-        narrow = True
-        dims, elem = info
-        wide_results.append(_type_text(dims, conv[0]))
-        returned.append(w.convert(f"{call}#{i}", dims, elem, conv[0], conv[1]))
+    wide_results, returned, narrow_out = _cross(w, [f"{call}#{i}" for i in range(len(results))],
+                                                results, widths, inward=False)
+    narrow = narrow_in or narrow_out
     if not narrow:
         return None
     params = ", ".join(f"%arg{i}: {t}" for i, t in enumerate(wide_args))
