@@ -93,24 +93,20 @@ def compile(
 
 def _target_stages(target: Target, build: Build) -> list[PythonPassStage]:
     """Stages a target needs after the pipeline, for defects of IREE's code for its devices."""
+    bits = frozenset(target.storage_bits)
     stages = []
-    if not target.narrow_io:  # its devices' buffers are 32-bit only
-        stages.append(_widen_narrow_io(target, build))
+    if not target.narrow_io:  # its devices' buffers are 32-bit only; the runtime widens to match
+        stages.append(_pass_stage(narrow_io, lambda op: narrow_io.widen(op, bits), build))
     if "vulkan-spirv" in target.backend:  # IREE build: the barrier is IREE's `util` dialect
-        bits = frozenset(target.storage_bits)
-        stages.append(PythonPassStage(outer_reduction_fence.NAME,
-                                      lambda op, _pass: outer_reduction_fence.fence(op, bits),
-                                      build=Build.IREE,
-                                      description=outer_reduction_fence.__doc__.splitlines()[0]))
+        stages.append(_pass_stage(outer_reduction_fence,
+                                  lambda op: outer_reduction_fence.fence(op, bits), Build.IREE))
     return stages
 
 
-def _widen_narrow_io(target: Target, build: Build) -> PythonPassStage:
-    """`widen-narrow-io` for ``target``'s storage widths; the runtime widens and narrows
-    the host's tensors to match (`Executable`'s ``widen``)."""
-    bits = frozenset(target.storage_bits)
-    return PythonPassStage(narrow_io.NAME, lambda op, _pass: narrow_io.widen(op, bits), build=build,
-                           description=narrow_io.__doc__.splitlines()[0])
+def _pass_stage(module: Any, run: Callable[[Any], Any], build: Build) -> PythonPassStage:
+    """The stage of one of lowerkit's pass modules, run with the target's options."""
+    return PythonPassStage(module.NAME, lambda op, _pass: run(op), build=build,
+                           description=module.__doc__.splitlines()[0])
 
 
 def _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags,

@@ -6,6 +6,7 @@ The file format is a zip with ``module.vmfb`` and ``artifact.json``.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import threading
@@ -64,7 +65,7 @@ class Artifact:
                                           widen=wide_dtypes(self.target.storage_bits))
         return self._executable
 
-    @property
+    @functools.cached_property
     def _result_dtypes(self) -> list[torch.dtype]:
         """Every result's dtype for the caller: mutated inputs, outputs, then state."""
         inputs = self.signature.tensor_inputs
