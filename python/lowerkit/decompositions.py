@@ -104,12 +104,17 @@ def _cumsum(x: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> Any:
     out_dtype = dtype or (x.dtype if x.is_floating_point() else torch.int64)
     # Half-precision sums accumulate in float32, as eager's CPU kernel does.
     work = torch.float32 if out_dtype in (torch.float16, torch.bfloat16) else out_dtype
-    y = x.movedim(dim, -1).to(work)
+    # Shifted along `dim` itself: moving `dim` last and back would add two transposes, and
+    # IREE's SPIR-V codegen raced on one of them (an f16 cumsum over dim -3 on llvmpipe read
+    # workgroup memory with no barrier between the write and the read).
+    dim = dim % x.dim()
+    before = [0, 0] * (x.dim() - 1 - dim)
+    y = x.to(work)
     shift = 1
     while shift < n:
-        y = y + torch.nn.functional.pad(y[..., : n - shift], (shift, 0))
+        y = y + torch.nn.functional.pad(y.narrow(dim, 0, n - shift), before + [shift, 0])
         shift *= 2
-    return y.to(out_dtype).movedim(-1, dim)
+    return y.to(out_dtype)
 
 
 # Convolutions taken apart per kernel tap: below this many input channels a tap's matmul is

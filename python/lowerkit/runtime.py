@@ -148,15 +148,18 @@ class Executable:
 
     @staticmethod
     def _to_torch(rt: Any, device: Any, bv: Any) -> torch.Tensor:
-        et = bv.element_type
+        # The element type comes back as a plain int, which never equals the bindings' enum:
+        # it is looked up by value, as for host results.
         shape = list(bv.shape)
-        if et == rt.HalElementType.BFLOAT_16:
-            raw = _read(rt, device, bv, np.uint16, shape)
-            return torch.from_numpy(raw.astype(np.int16)).view(torch.bfloat16)
-        if et == rt.HalElementType.BOOL_8:
-            return torch.from_numpy(_read(rt, device, bv, np.uint8, shape).astype(np.bool_))
-        np_dtype = rt.HalElementType.map_to_dtype(et)
-        return torch.from_numpy(_read(rt, device, bv, np_dtype, shape))
+        known = _hal(rt).to_torch.get(int(bv.element_type))
+        if known is None:
+            return torch.from_numpy(
+                _read(rt, device, bv, rt.HalElementType.map_to_dtype(bv.element_type), shape))
+        np_dtype, dtype = known
+        if dtype is torch.bool:
+            np_dtype = np.dtype(np.uint8)
+        t = torch.from_numpy(_read(rt, device, bv, np_dtype, shape))
+        return t.view(dtype) if dtype in (torch.bfloat16, torch.bool) else t
 
 
 class _Hal:

@@ -353,15 +353,15 @@ def test_negative_pad_fuzz_program():
 
 # -- float16 cumsum over an outer dim on vulkan:llvmpipe --------------------------------------
 # Fuzzer seed 20261127, program 1238 (the one wrong answer of 2000 left on vulkan:llvmpipe):
-# cumsum(dim=-3) of a [4, 4, 5, 1] float16 tensor is off by up to 11.5 on vulkan:llvmpipe;
-# right in float32, on CPU and on the portable `vulkan` target (where f16 is promoted). Not
-# fixed yet: a strict xfail, so that a fix shows up.
-@pytest.mark.xfail(strict=True, reason="IREE Vulkan f16 scan over an outer dim: wrong numbers")
+# cumsum(dim=-3) of a [4, 4, 5, 1] float16 tensor was off by up to inf there. The scan moved
+# dim -3 last and back; IREE's SPIR-V code for one of those transposes, fused with the f16->f32
+# cast, wrote workgroup memory and read it back with no barrier between. The scan now shifts
+# along the dim itself, with no transposes.
 def test_float16_cumsum_over_an_outer_dim_on_llvmpipe():
     from lowerkit.runtime import usable_drivers
 
     if "vulkan" not in usable_drivers():
-        pytest.xfail("no Vulkan device here")
+        pytest.skip("no Vulkan device here")
     b = (torch.arange(80, dtype=torch.float32).reshape(4, 4, 5, 1) % 7 - 3).half()
     art = lowerkit.compile(lambda b: torch.cumsum(b, -3), (b,), target="vulkan:llvmpipe")
     assert_matches_eager(art(b), torch.cumsum(b, -3), rtol=1e-2, atol=1e-2)
