@@ -18,7 +18,7 @@ from .errors import LowerkitError
 from .ingress import import_program
 from .instrument import Instrument
 from .pipeline import Pipeline, StageRecord
-from .passes import narrow_io, outer_reduction_fence
+from .passes import narrow_io, reduction_fence
 from .registry import pipelines
 from .stage import PythonPassStage
 from .target import Target
@@ -98,8 +98,8 @@ def _target_stages(target: Target, build: Build) -> list[PythonPassStage]:
     if not target.narrow_io:  # its devices' buffers are 32-bit only; the runtime widens to match
         stages.append(_pass_stage(narrow_io, lambda op: narrow_io.widen(op, bits), build))
     if "vulkan-spirv" in target.backend:  # IREE build: the barrier is IREE's `util` dialect
-        stages.append(_pass_stage(outer_reduction_fence,
-                                  lambda op: outer_reduction_fence.fence(op, bits), Build.IREE))
+        stages.append(_pass_stage(reduction_fence,
+                                  lambda op: reduction_fence.fence(op, bits), Build.IREE))
     return stages
 
 

@@ -1,0 +1,139 @@
+"""fence-reductions: a reduction that IREE's SPIR-V code gets wrong when fused gets its own dispatch.
+
+IREE 3.13's SPIR-V code generation miscomputes a dispatch that fuses a reduction with the op
+that consumes it in two cases, both silent wrong answers found by lowerkit's fuzzer:
+
+* the reduced dim is not the innermost (``x.sum(0, keepdim=True)``, ``x.amax(0)``, softmax
+  over dim 0) and the consumer broadcasts it back: ``a / a.sum(0, keepdim=True)`` on a
+  [3, 12] tensor gives ``inf`` on the portable Vulkan target, on [3, 70] also on
+  `vulkan:llvmpipe`. Its inputs, computed inside the reduction's dispatch, were wrong too;
+* the result is read transposed (through reshapes, a ``linalg.transpose`` or a permuted
+  indexing map): ``a.amax(-1, keepdim=True).permute(3, 1, 2, 0) * a`` on a [3, 4, 3, 3]
+  tensor had 16-70 of 108 elements wrong, in f32, int32 and int64, on both Vulkan targets.
+
+Each such reduction alone compiles correctly, so its results (and, for outer reductions, its
+inputs) go through ``util.optimization_barrier``, which dispatch formation does not fuse
+across: one more dispatch and one more pass over the reduced tensor, and the right numbers.
+Runs in IREE's MLIR build, on linalg on tensors, for Vulkan targets (`lowerkit.api`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NAME = "fence-reductions"
+
+
+def _loop_kinds(op: Any, ir: Any) -> list[bool]:
+    """For each loop of a ``linalg.generic``, whether it is a reduction (none for other ops)."""
+    if op.name != "linalg.generic" or "iterator_types" not in op.attributes:
+        return []
+    return ["reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+
+
+def _outer_reduction(kinds: list[bool]) -> bool:
+    """A reduction loop outside a parallel one."""
+    return any(kinds) and not all(kinds[kinds.index(True):])
+
+
+_RESHAPES = {"tensor.expand_shape", "tensor.collapse_shape"}
+
+
+def _permuted(map_: Any, ir: Any) -> bool:
+    """An indexing map whose dims, broadcast ones left out, are not in increasing order."""
+    dims = [e.position for e in map_.results if isinstance(e, ir.AffineDimExpr)]
+    return dims != sorted(dims)
+
+
+def _read_transposed(value: Any, ir: Any, depth: int = 0) -> bool:
+    """Whether some user reads ``value`` in another dim order, directly or after reshapes and
+    elementwise ops that dispatch formation fuses with it (``(a.amax(-1) ** 2).permute(...)``
+    was as wrong as without the square)."""
+    if depth > 6:
+        return False
+    for use in value.uses:
+        user = use.owner
+        if user.name in _RESHAPES:
+            if _read_transposed(user.results[0], ir, depth + 1):
+                return True
+        elif user.name == "linalg.transpose":
+            return True
+        elif user.name == "linalg.generic" and use.operand_number < _inputs(user, ir):
+            maps = ir.ArrayAttr(user.attributes["indexing_maps"])
+            if _permuted(ir.AffineMapAttr(maps[use.operand_number]).value, ir):
+                return True
+            if not any(_loop_kinds(user, ir)) and any(
+                    _read_transposed(r, ir, depth + 1) for r in user.results):
+                return True
+    return False
+
+
+# producers that are not computations: nothing of theirs is fused into the reduction
+_LEAVES = {"arith.constant", "util.optimization_barrier", "tensor.empty"}
+
+
+def _inputs(op: Any, ir: Any) -> int:
+    """How many of a ``linalg.generic``'s operands are ``ins`` (the rest are ``outs``)."""
+    sizes = op.attributes["operandSegmentSizes"]
+    return int(ir.DenseI32ArrayAttr(sizes)[0])
+
+
+def _unstorable(type_: Any, ir: Any, storage_bits: frozenset[int]) -> bool:
+    """An integer tensor whose element width the target cannot store: materialised between
+    two dispatches (as a barrier does), IREE 3.13 drops its last bytes on such a target."""
+    if type_.typeid != ir.RankedTensorType.static_typeid:
+        return False
+    element = str(ir.RankedTensorType(type_).element_type)
+    if element == "i1":
+        return 8 not in storage_bits
+    return element in ("i8", "i16") and int(element[1:]) not in storage_bits
+
+
+def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None) -> int:
+    """Put a barrier after every reduction of the two kinds (and before an outer one), except
+    on values the target could not store (``storage_bits``, all widths when None); returns
+    how many."""
+    import importlib
+
+    ir = importlib.import_module(type(module_op).__module__)
+    bits = frozenset(storage_bits) if storage_bits is not None else frozenset((8, 16, 32, 64))
+    found = []
+
+    def visit(op):
+        kinds = _loop_kinds(op, ir)
+        if _outer_reduction(kinds):
+            found.append((op, True))
+        elif any(kinds) and any(_read_transposed(r, ir) for r in op.results):
+            found.append((op, False))
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    fenced = 0
+    for op, outer in found:
+        # an outer reduction's inputs too: computed into its dispatch (a strided slice of a
+        # broadcast `or` of bools), they came back wrong on vulkan:llvmpipe (seed 20261127 #1310)
+        for i, operand in enumerate(list(op.operands)[:_inputs(op, ir)] if outer else []):
+            producer = operand.owner
+            if not isinstance(producer, ir.Operation) and hasattr(producer, "operation"):
+                producer = producer.operation
+            if not isinstance(producer, ir.Operation) or producer.name in _LEAVES \
+                    or _unstorable(operand.type, ir, bits):
+                continue
+            with ir.InsertionPoint(op), op.location:
+                barrier = ir.Operation.create("util.optimization_barrier",
+                                              results=[operand.type], operands=[operand])
+            op.operands[i] = barrier.results[0]
+            fenced += 1
+        for result in op.results:
+            if not any(True for _ in result.uses) or _unstorable(result.type, ir, bits):
+                continue
+            with ir.InsertionPoint.after(op), op.location:
+                barrier = ir.Operation.create("util.optimization_barrier",
+                                              results=[result.type], operands=[result])
+            result.replace_all_uses_except(barrier.results[0], barrier)
+            fenced += 1
+    return fenced
+
+
+def run(module_op: Any, pass_: Any = None) -> None:
+    fence(module_op)
