@@ -610,10 +610,11 @@ def sweep(examples: int, targets: list[str], seed: int = 0, on_outcome: Callable
     return outcomes
 
 
-def replay(journal: str, targets: list[str], everything: bool = False,
+def replay(journal: str, targets: list[str] | None = None, everything: bool = False,
            on_outcome: Callable | None = None) -> list[Outcome]:
     """Run again the programs of a ``lowerkit fuzz --json`` journal that did not pass (or
-    ``everything``) on ``targets``: did a fix work, on the very programs that found the bug?"""
+    ``everything``) on ``targets``, or where None on the target each was journaled for: did a
+    fix work, on the very programs that found the bug?"""
     import json
 
     seen, outcomes = set(), []
@@ -622,11 +623,12 @@ def replay(journal: str, targets: list[str], everything: bool = False,
             row = json.loads(line)
             if not row.get("source") or (row["kind"] == "passed" and not everything):
                 continue
-            if row["source"] in seen:
+            key = (row["source"], None if targets else row["target"])
+            if key in seen:
                 continue
-            seen.add(row["source"])
+            seen.add(key)
             program = Program.parse(row["source"])
-            for target in targets:
+            for target in targets or [row["target"]]:
                 outcome = run_program(program, target)
                 outcomes.append(outcome)
                 if on_outcome is not None:

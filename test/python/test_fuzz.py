@@ -182,3 +182,20 @@ def test_cli_fuzz_replay_runs_the_journal_programs_again(tmp_path, capsys):
     assert again[0]["source"] == program.source
     with pytest.raises(ValueError, match="not a lowerkit fuzz program"):
         Program.parse("def f(x):\n    return (x,)\n")
+
+
+def test_cli_fuzz_replay_uses_each_programs_own_target(tmp_path):
+    # without --target, a program journaled on vulkan is run again on vulkan, not on cpu
+    import json
+
+    from lowerkit.cli import main
+
+    program = Program((InputSpec("a", (2, 3), torch.float32),), ("v1 = a * 2",), ("v1",), seed=3)
+    journal = tmp_path / "fuzz.jsonl"
+    journal.write_text(json.dumps({"n": 1, "kind": "wrong", "target": "no-such-target",
+                                   "message": "m", "source": program.source}) + "\n")
+    out_journal = tmp_path / "again.jsonl"
+    main(["fuzz", "--replay", str(journal), "--json", str(out_journal)])
+    again = [json.loads(line) for line in out_journal.read_text().splitlines()]
+    assert [r["target"] for r in again] == ["no-such-target"]
+    assert again[0]["kind"] != "passed"  # an unknown target cannot pass

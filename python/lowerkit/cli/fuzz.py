@@ -8,8 +8,9 @@ import json
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--examples", type=int, default=100, help="programs to generate (default: 100)")
-    p.add_argument("--target", default="cpu",
-                   help="cpu, vulkan:llvmpipe, several joined by ',' or 'all' (every usable one)")
+    p.add_argument("--target", default=None,
+                   help="cpu, vulkan:llvmpipe, several joined by ',' or 'all' (every usable one); "
+                   "default cpu, or with --replay the target each program was journaled for")
     p.add_argument("--seed", type=int, default=0, help="hypothesis seed (default: 0)")
     p.add_argument("--chains", type=int, default=3, help="independent op chains a program (default: 3)")
     p.add_argument("--shrink", action="store_true",
@@ -35,7 +36,13 @@ def main(args: argparse.Namespace) -> int:
 
     warnings.simplefilter("ignore")
     console = Console(width=None if Console().is_terminal else 160)
-    targets = fuzz_targets() if args.target == "all" else args.target.split(",")
+    if args.replay and args.target is None:
+        with open(args.replay) as f:  # each program on the target it was journaled for
+            targets = list(dict.fromkeys(json.loads(line)["target"] for line in f))
+        replay_targets = None
+    else:
+        targets = fuzz_targets() if args.target == "all" else (args.target or "cpu").split(",")
+        replay_targets = targets
     counts = {t: Counter() for t in targets}
     start = time.perf_counter()
     # Outcomes go to the file as they come, so that a long run can be read (or stopped) midway.
@@ -54,7 +61,8 @@ def main(args: argparse.Namespace) -> int:
                       highlight=False)
 
     if args.replay:
-        outcomes = replay(args.replay, targets, everything=args.replay_all, on_outcome=seen)
+        outcomes = replay(args.replay, replay_targets, everything=args.replay_all,
+                          on_outcome=seen)
     else:
         outcomes = sweep(args.examples, targets, seed=args.seed, on_outcome=seen,
                          max_chains=args.chains, shrink=args.shrink)
