@@ -18,7 +18,7 @@ from .errors import LowerkitError
 from .ingress import import_program
 from .instrument import Instrument
 from .pipeline import Pipeline, StageRecord
-from .passes import narrow_io, reduction_fence
+from .passes import narrow_io, reduction_fence, zero_divisor
 from .registry import pipelines
 from .stage import PythonPassStage
 from .target import Target
@@ -100,6 +100,7 @@ def _target_stages(target: Target, build: Build) -> list[PythonPassStage]:
     if "vulkan-spirv" in target.backend:  # IREE build: the barrier is IREE's `util` dialect
         stages.append(_pass_stage(reduction_fence,
                                   lambda op: reduction_fence.fence(op, bits), Build.IREE))
+        stages.append(_pass_stage(zero_divisor, zero_divisor.guard, Build.IREE))
     return stages
 
 

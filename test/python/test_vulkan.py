@@ -262,3 +262,43 @@ func.func @main(%a: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8x4xf32>, tenso
         # %s reaches the transpose through %d and %sq (elementwise): fenced; %s2 is unused
         assert reduction_fence.fence(module.operation) == 1
         assert str(module).count("util.optimization_barrier") == 1
+
+
+# SPIR-V leaves a float division by zero undefined: lavapipe gave 0 for `a / 0.0` and for the
+# mean of an empty dim (fuzzer seed 20261211 #207-208). `guard-zero-divisors`.
+ZERO_DIVISORS = {
+    "by_constant_zero": (lambda a: a / 0.0, torch.tensor([1.0, -1.0, 0.0, float("nan")])),
+    "by_negative_zero": (lambda a: a / -0.0, torch.tensor([1.0, -1.0, 0.0, float("nan")])),
+    "by_computed_zero": (lambda a: a / (a - a), torch.tensor([1.0, -1.0, 0.0, 2.0])),
+    "mean_of_empty_dim_fuzz": (lambda a: (a + a).mean(0), torch.zeros(0, 2, 4, 3)),
+    "f16_by_zero": (lambda a: a / 0.0, torch.tensor([1.0, -1.0, 0.0]).half()),
+}
+
+
+@pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
+@pytest.mark.parametrize("name", sorted(ZERO_DIVISORS))
+def test_float_division_by_zero_is_ieee_on_vulkan(name, target):
+    fn, a = ZERO_DIVISORS[name]
+    got, expected = lowerkit.compile(fn, (a,), target=target)(a), fn(a)
+    assert got.dtype == expected.dtype
+    torch.testing.assert_close(got, expected, equal_nan=True, rtol=0, atol=0)
+
+
+def test_guard_zero_divisors_leaves_nonzero_constant_divisors_alone():
+    from iree.compiler import ir
+
+    from lowerkit.passes import zero_divisor
+
+    text = """
+func.func @main(%x: f32, %y: f32) -> (f32, f32) {
+  %two = arith.constant 2.0 : f32
+  %a = arith.divf %x, %two : f32
+  %b = arith.divf %x, %y : f32
+  return %a, %b : f32, f32
+}
+"""
+    with ir.Context():
+        module = ir.Module.parse(text)
+        assert zero_divisor.guard(module.operation) == 1
+        assert module.operation.verify()
+        assert "math.copysign" in str(module) and str(module).count("arith.select") == 1
