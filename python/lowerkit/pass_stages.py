@@ -10,6 +10,7 @@ import importlib
 from types import ModuleType
 from typing import Callable
 
+from .build import Build
 from .stage import PythonPassStage
 
 # pass name -> module in lowerkit.passes; the torch-dialect fixes first, in pipeline order
@@ -27,12 +28,16 @@ MODULES = {
     "normalize-unit-slices": "unit_slices",
     "fold-empty-contractions": "empty_contractions",
     "widen-narrow-io": "narrow_io",
+    # IREE's build (each module's BUILD): target fixes for Vulkan
+    "fence-reductions": "reduction_fence",
+    "guard-zero-divisors": "zero_divisor",
 }
 
 
 def python_pass(module: ModuleType) -> PythonPassStage:
     """The stage of one pass module (its ``NAME``, ``run`` and first docstring line)."""
-    return PythonPassStage(module.NAME, module.run, description=module.__doc__.splitlines()[0])
+    return PythonPassStage(module.NAME, module.run, build=Build(getattr(module, "BUILD", "torch-mlir")),
+                           description=module.__doc__.splitlines()[0])
 
 
 def factory(name: str) -> Callable[[], PythonPassStage]:

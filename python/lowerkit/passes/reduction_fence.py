@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 NAME = "fence-reductions"
+BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
 
 
 def _loop_kinds(op: Any, ir: Any) -> list[bool]:

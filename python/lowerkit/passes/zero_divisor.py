@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 NAME = "guard-zero-divisors"
+BUILD = "iree"  # runs on the module IREE compiles, after the pipeline
 
 _OEQ = 1  # arith.cmpf predicate "oeq"
 _FLOATS = {"f16", "bf16", "f32", "f64"}  # scalar divisions only (vectors come later, in IREE)

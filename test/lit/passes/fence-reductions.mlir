@@ -1,0 +1,77 @@
+// RUN: lowerkit-opt --pass=fence-reductions --split-input-file %s | FileCheck %s
+
+// A reduction over an outer dim: its input and its result each go through a barrier, so that
+// IREE gives it a dispatch of its own.
+// CHECK-LABEL: func.func @outer
+// CHECK: %[[IN:.*]] = linalg.generic {{.*}} ins(%arg0
+// CHECK: %[[FENCED_IN:.*]] = util.optimization_barrier %[[IN]]
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]{{.*}} ins(%[[FENCED_IN]]
+// CHECK: %[[FENCED:.*]] = util.optimization_barrier %[[SUM]]
+// CHECK: linalg.generic {{.*}} ins(%[[IN]], %[[FENCED]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @outer(%a: tensor<3x12xf32>) -> tensor<3x12xf32> {
+  %z = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<3x12xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<3x12xf32>) outs(%e2 : tensor<3x12xf32>) {
+    ^bb0(%v: f32, %out: f32):
+      %r = arith.mulf %v, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<3x12xf32>
+  %e = tensor.empty() : tensor<12xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<12xf32>) -> tensor<12xf32>
+  %s = linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%x : tensor<3x12xf32>) outs(%f : tensor<12xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %r = arith.addf %v, %acc : f32
+      linalg.yield %r : f32
+  } -> tensor<12xf32>
+  %d = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : tensor<3x12xf32>, tensor<12xf32>) outs(%e2 : tensor<3x12xf32>) {
+    ^bb0(%v: f32, %t: f32, %out: f32):
+      %r = arith.divf %v, %t : f32
+      linalg.yield %r : f32
+  } -> tensor<3x12xf32>
+  return %d : tensor<3x12xf32>
+}
+
+// -----
+
+// An inner reduction read transposed (after an elementwise op): only its result is fenced.
+// CHECK-LABEL: func.func @read_transposed
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]{{.*}} ins(%arg0 :
+// CHECK-NEXT: ^bb0
+// CHECK: %[[FENCED:.*]] = util.optimization_barrier %[[MAX]]
+// CHECK: linalg.generic {{.*}} ins(%[[FENCED]]
+// CHECK: linalg.transpose
+// CHECK-NOT: util.optimization_barrier
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @read_transposed(%a: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<4xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %m = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<4x8xf32>) outs(%f : tensor<4xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %r = arith.maximumf %v, %acc : f32
+      linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %b = linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m : tensor<4xf32>) outs(%e2 : tensor<4x8xf32>) {
+    ^bb0(%v: f32, %out: f32):
+      %r = arith.mulf %v, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %te = tensor.empty() : tensor<8x4xf32>
+  %t = linalg.transpose ins(%b : tensor<4x8xf32>) outs(%te : tensor<8x4xf32>) permutation = [1, 0]
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<4x8xf32>) outs(%f : tensor<4xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %r = arith.addf %v, %acc : f32
+      linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %t, %s : tensor<8x4xf32>, tensor<4xf32>
+}
