@@ -101,6 +101,8 @@ def _target_stages(target: Target, build: Build) -> list[PythonPassStage]:
         stages.append(_pass_stage(reduction_fence,
                                   lambda op: reduction_fence.fence(op, bits), Build.IREE))
         stages.append(_pass_stage(zero_divisor, zero_divisor.guard, Build.IREE))
+    else:  # only the argmax-transpose defect of IREE's global optimization (every backend)
+        stages.append(_pass_stage(reduction_fence, reduction_fence.fence_for_cpu, Build.IREE))
     return stages
 
 

@@ -365,3 +365,21 @@ def test_float16_cumsum_over_an_outer_dim_on_llvmpipe():
     b = (torch.arange(80, dtype=torch.float32).reshape(4, 4, 5, 1) % 7 - 3).half()
     art = lowerkit.compile(lambda b: torch.cumsum(b, -3), (b,), target="vulkan:llvmpipe")
     assert_matches_eager(art(b), torch.cumsum(b, -3), rtol=1e-2, atol=1e-2)
+
+
+# -- argmax read transposed -------------------------------------------------------------------
+# Fuzzer seed 20261212, program 421 (a CPU compiler error): IREE's global optimization moved the
+# transpose into the argmax (a reduction yielding value and index) and dropped one of its two
+# outputs ("expected number of yield values (2) to match the number of inits"). A barrier after
+# such a reduction (`fence-reductions`, on every target) keeps the transpose out.
+def test_argmax_read_transposed():
+    b = torch.randn(2, 2, 3, generator=torch.Generator().manual_seed(0))
+
+    def program(b):
+        v6 = b.argmax(-2, keepdim=True)
+        return torch.minimum(v6, v6).transpose(0, 2), b.amax(1, keepdim=True).argmax(1)
+
+    art = lowerkit.compile(program, (b,), target="cpu")
+    assert "fence-reductions" in [r.name for r in art.records]
+    for got, expected in zip(art(b), program(b)):
+        assert got.dtype == expected.dtype and torch.equal(got, expected)
