@@ -104,11 +104,10 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
 
     def visit(op):
         kinds = _loop_kinds(op, ir)
-        if cpu and len(op.results) < 2:
-            pass
-        elif _outer_reduction(kinds) and not cpu:
+        if not cpu and _outer_reduction(kinds):
             found.append((op, True))
-        elif any(kinds) and any(_read_transposed(r, ir) for r in op.results):
+        elif any(kinds) and (not cpu or len(op.results) > 1) and any(
+                _read_transposed(r, ir) for r in op.results):
             found.append((op, False))
         return ir.WalkResult.ADVANCE
 
