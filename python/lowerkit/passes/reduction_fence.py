@@ -117,9 +117,7 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
         # an outer reduction's inputs too: computed into its dispatch (a strided slice of a
         # broadcast `or` of bools), they came back wrong on vulkan:llvmpipe (seed 20261127 #1310)
         for i, operand in enumerate(list(op.operands)[:_inputs(op, ir)] if outer else []):
-            producer = operand.owner
-            if not isinstance(producer, ir.Operation) and hasattr(producer, "operation"):
-                producer = producer.operation
+            producer = getattr(operand.owner, "operation", operand.owner)  # OpView or op
             if not isinstance(producer, ir.Operation) or producer.name in _LEAVES \
                     or _unstorable(operand.type, ir, bits):
                 continue
