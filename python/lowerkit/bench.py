@@ -4,8 +4,15 @@ The three run interleaved (round after round, each contender in turn) and warm, 
 noise of a shared machine falls on all of them alike; each sample times a batch of calls
 long enough to be well above the clock's resolution. Reported: median time per call with the
 interquartile spread, ratios against eager and torch.compile, compile time cold and cached,
-and the peak resident memory added while each contender runs (Linux's VmHWM, reset before
-each). A GEMM line relates achieved GFLOP/s to this machine's measured matmul peak.
+and the peak resident memory each contender adds to the process from before its compile
+through its first calls (Linux's VmHWM, reset before each). A GEMM line relates achieved
+GFLOP/s to this machine's measured matmul peak.
+
+Before each sample the process idles for a short *settle* time. Without it a contender pays
+for the one timed before it: torch's OpenMP workers spin for ~10-15 ms after every
+multi-threaded op (libgomp's default spin count, with the slow ``pause`` of recent Xeons),
+holding the cores that the next contender's threads want (measured: ResNet-18 through
+lowerkit 19.3 ms alone, 31.3 ms right after 2-thread eager calls).
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ class BenchResult:
     peak_memory_mb: dict[str, float] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     flops: float | None = None   # per call, when known (the GEMM line)
+    settle_s: float = 0.0        # idle before each sample
 
     def median(self, name: str) -> float:
         t = self.timings.get(name)
@@ -74,6 +82,7 @@ class BenchResult:
             "compile_cold_s": self.compile_cold,
             "compile_cached_s": self.compile_cached,
             "peak_memory_mb": self.peak_memory_mb,
+            "settle_s": self.settle_s,
             "errors": self.errors,
             "gflops": {k: self.flops / t.median / 1e9 for k, t in self.timings.items()}
             if self.flops else None,
@@ -92,27 +101,40 @@ def _status_kb(field_name: str) -> int | None:
     return None
 
 
-def _peak_added_mb(run: Callable[[], Any]) -> float | None:
-    """Peak RSS growth (MiB) while ``run`` runs: VmHWM reset via clear_refs, then read back."""
-    gc.collect()
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        return None
-    base = _status_kb("VmRSS")
-    run()
-    peak = _status_kb("VmHWM")
-    return None if base is None or peak is None else max(0.0, (peak - base) / 1024)
+class _PeakMemory:
+    """Peak RSS growth (MiB) over a block: VmHWM reset via clear_refs on entry, read on exit.
+
+    Measured over a contender's compile and first calls, not its warm calls: warm calls reuse
+    memory their allocators already hold, so they add nothing to measure. What it counts is
+    what the contender costs this process (weights it copies, compiled code, arenas, an
+    in-process compiler's peak); lowerkit's stages run in forked children, not counted."""
+
+    def __init__(self, result: "BenchResult", name: str):
+        self.result, self.name, self.base = result, name, None
+
+    def __enter__(self) -> "_PeakMemory":
+        gc.collect()
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            return self
+        self.base = _status_kb("VmRSS")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        peak = _status_kb("VmHWM")
+        if self.base is not None and peak is not None:
+            self.result.peak_memory_mb[self.name] = max(0.0, (peak - self.base) / 1024)
 
 
 # -- contenders --------------------------------------------------------------------------------
 _CACHE_DIR: str | None = None
 
 
-def _compile_lowerkit(model, args, kwargs, target: str):
-    """Compile through a compile cache of this process's own: the first compile of a model
-    misses (cold) and writes it, the second finds it (cached)."""
+def _compile_lowerkit(model, args, kwargs, target: str, result: "BenchResult"):
+    """Compile through a compile cache of this process's own, twice: the first compile misses
+    (cold) and writes it, the second finds it (cached). The first call opens the device."""
     global _CACHE_DIR
     import tempfile
 
@@ -123,29 +145,49 @@ def _compile_lowerkit(model, args, kwargs, target: str):
         if _CACHE_DIR is None:
             _CACHE_DIR = tempfile.mkdtemp(prefix="lowerkit-bench-cache-")
         options["cache"] = _CACHE_DIR
-    return lowerkit.compile(model, args, kwargs, target=target, **options)
+    for label in ("cold", "cached"):
+        start = time.perf_counter()
+        art = lowerkit.compile(model, args, kwargs, target=target, **options)
+        getattr(result, f"compile_{label}")["lowerkit"] = time.perf_counter() - start
+    for _ in range(3):
+        art(*args, **kwargs)
+    return art
 
 
-def prepare(model, args, kwargs, target: str, result: BenchResult,
+def _compile_inductor(model, args, kwargs, result: "BenchResult"):
+    """torch.compile twice, timing the first call of each: cold, then with Inductor's caches."""
+    from torch import _dynamo
+
+    for label in ("cold", "cached"):
+        _dynamo.reset()
+        compiled = torch.compile(model)
+        start = time.perf_counter()
+        with torch.inference_mode():
+            compiled(*args, **kwargs)
+        getattr(result, f"compile_{label}")["torch.compile"] = time.perf_counter() - start
+    with torch.inference_mode():
+        for _ in range(2):
+            compiled(*args, **kwargs)
+    return compiled
+
+
+def prepare(model, args, kwargs, target: str, result: "BenchResult",
             contenders: tuple[str, ...] = CONTENDERS) -> dict[str, Callable[[], Any]]:
-    """Compile every contender (timing cold and cached compiles); return zero-arg callables."""
+    """Compile every contender (timing cold and cached compiles, and the memory each adds);
+    return zero-arg callables."""
     calls: dict[str, Callable[[], Any]] = {}
     if "eager" in contenders:
         def eager():
             with torch.inference_mode():
                 return model(*args, **kwargs)
+        with _PeakMemory(result, "eager"):
+            for _ in range(3):
+                eager()
         calls["eager"] = eager
     if "torch.compile" in contenders:
         try:
-            from torch import _dynamo
-
-            for label in ("cold", "cached"):
-                _dynamo.reset()
-                compiled = torch.compile(model)
-                start = time.perf_counter()
-                with torch.inference_mode():
-                    compiled(*args, **kwargs)
-                getattr(result, f"compile_{label}")["torch.compile"] = time.perf_counter() - start
+            with _PeakMemory(result, "torch.compile"):
+                compiled = _compile_inductor(model, args, kwargs, result)
 
             def inductor():
                 with torch.inference_mode():
@@ -155,38 +197,49 @@ def prepare(model, args, kwargs, target: str, result: BenchResult,
             result.errors["torch.compile"] = f"{type(e).__name__}: {e}"[:300]
     if "lowerkit" in contenders:
         try:
-            start = time.perf_counter()
-            art = _compile_lowerkit(model, args, kwargs, target)
-            result.compile_cold["lowerkit"] = time.perf_counter() - start
-            start = time.perf_counter()
-            art = _compile_lowerkit(model, args, kwargs, target)
-            result.compile_cached["lowerkit"] = time.perf_counter() - start
-            art(*args, **kwargs)  # opens the device
+            with _PeakMemory(result, "lowerkit"):
+                art = _compile_lowerkit(model, args, kwargs, target, result)
             calls["lowerkit"] = lambda: art(*args, **kwargs)
         except Exception as e:  # noqa: BLE001
             result.errors["lowerkit"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"[:300]
     return calls
 
 
+def warm_up(target: str, contenders: tuple[str, ...] = CONTENDERS) -> None:
+    """Compile and run a tiny function with every contender, so that the first model measured
+    is not billed for loading the compilers' and runtimes' libraries (time and memory)."""
+    def tiny(x):
+        return torch.relu(x) + 1
+
+    prepare(tiny, (torch.randn(4),), {}, target, BenchResult("warm-up"), contenders)
+
+
+SETTLE_S = 0.03  # idle before each sample: longer than torch's OpenMP workers spin
+
+
 def measure(calls: dict[str, Callable[[], Any]], result: BenchResult, *, rounds: int = 15,
-            min_sample_s: float = 0.02, max_seconds: float = 20.0) -> None:
-    """Warm up, size each sample, then take interleaved samples of every contender."""
+            min_sample_s: float = 0.02, max_seconds: float = 20.0,
+            settle_s: float = SETTLE_S) -> None:
+    """Size each sample, then take interleaved samples of every contender, each after
+    ``settle_s`` of idling (see the module's docstring)."""
     per_call = {}
     for name, fn in calls.items():
         fn()
         start = time.perf_counter()
         fn()
         per_call[name] = max(time.perf_counter() - start, 1e-7)
-        result.peak_memory_mb[name] = _peak_added_mb(lambda: [fn() for _ in range(3)])
     reps = {n: max(1, int(min_sample_s / t)) for n, t in per_call.items()}
     # keep the whole run under max_seconds on slow models
-    round_cost = sum(reps[n] * per_call[n] for n in calls)
+    round_cost = sum(reps[n] * per_call[n] + settle_s for n in calls)
     rounds = max(5, min(rounds, int(max_seconds / max(round_cost, 1e-9))))
+    result.settle_s = settle_s
     for name in calls:
         result.timings[name] = Timing()
     for _ in range(rounds):
         for name, fn in calls.items():
             n = reps[name]
+            if settle_s:
+                time.sleep(settle_s)
             start = time.perf_counter()
             for _ in range(n):
                 fn()
@@ -195,16 +248,15 @@ def measure(calls: dict[str, Callable[[], Any]], result: BenchResult, *, rounds:
 
 def bench_model(name: str, model, args, kwargs=None, *, target: str = "cpu",
                 contenders: tuple[str, ...] = CONTENDERS, rounds: int = 15,
-                flops: float | None = None) -> BenchResult:
+                flops: float | None = None, settle_s: float = SETTLE_S) -> BenchResult:
     """Compile and measure one model with every contender."""
     kwargs = dict(kwargs or {})
     result = BenchResult(name, flops=flops)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         calls = prepare(model, args, kwargs, target, result, contenders)
-        measure(calls, result, rounds=rounds)
+        measure(calls, result, rounds=rounds, settle_s=settle_s)
     return result
-
 
 # -- the GEMM line -----------------------------------------------------------------------------
 def measured_peak_gflops(n: int = 2048, repeats: int = 5) -> float:

@@ -18,7 +18,22 @@ def test_bench_model_reports_every_contender():
     assert all(len(t.samples) >= 5 and t.median > 0 for t in r.timings.values())
     assert r.compile_cold["lowerkit"] > 0 and "lowerkit" in r.compile_cached
     assert math.isfinite(r.speedup("lowerkit", "eager"))
+    assert set(r.peak_memory_mb) == {"eager", "lowerkit"}
+    assert r.settle_s == bench.SETTLE_S
     json.dumps(r.to_json())
+
+
+def test_peak_memory_counts_what_a_contender_adds():
+    import torch
+
+    r = bench.BenchResult("m")
+    with bench._PeakMemory(r, "big"):
+        t = torch.ones(16 * 2**20)  # 64 MiB, every page written
+    with bench._PeakMemory(r, "none"):
+        pass
+    del t
+    assert 60 <= r.peak_memory_mb["big"] < 200
+    assert r.peak_memory_mb["none"] < 8
 
 
 def test_geomean():

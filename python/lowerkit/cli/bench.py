@@ -16,6 +16,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-gemm", action="store_true", help="with 'zoo': leave the GEMM line out")
     p.add_argument("--gemm-size", type=int, default=1024)
     p.add_argument("--json", default=None, metavar="FILE", help="write the results as JSON")
+    p.add_argument("--settle-ms", type=float, default=None,
+                   help="idle before each timed sample, so that no contender pays for the "
+                        "threads of the one before it (default: 30)")
     p.add_argument("--torch-threads", type=int, default=None,
                    help="torch.set_num_threads for eager and torch.compile (default: torch's)")
 
@@ -57,12 +60,16 @@ def main(args: argparse.Namespace) -> int:
             return case.fn, case.args, case.kwargs
         cases = [(args.model.rpartition(":")[2], make)]
 
+    settle = bench.SETTLE_S if args.settle_ms is None else args.settle_ms / 1e3
+    with console.status("loading the compilers and runtimes"):
+        bench.warm_up(args.target, contenders)
     results = []
     for name, make in cases:
         with console.status(f"bench {name}: compiling and timing {', '.join(contenders)}"):
             model, margs, mkwargs = make()
             results.append(bench.bench_model(name, model, margs, mkwargs, target=args.target,
-                                             contenders=contenders, rounds=args.rounds))
+                                             contenders=contenders, rounds=args.rounds,
+                                             settle_s=settle))
         r = results[-1]
         if args.json:  # as we go, so that an interrupted run keeps what it measured
             with open(args.json, "w") as f:
@@ -83,17 +90,18 @@ def main(args: argparse.Namespace) -> int:
             model, margs = gemm_factory(n)
             gemm = bench.bench_model(f"gemm {n}³", model, margs, target=args.target,
                                      contenders=contenders, rounds=max(5, args.rounds // 3),
-                                     flops=2.0 * n ** 3)
+                                     flops=2.0 * n ** 3, settle_s=settle)
 
     import os
 
     load = os.getloadavg()[0]
     table = Table(title=f"lowerkit bench → {args.target}, batch 1, {torch.get_num_threads()} "
-                        f"torch threads, {os.cpu_count()} cores, load average {load:.1f} "
+                        f"torch threads, {os.cpu_count()} cores, load average {load:.1f}, "
+                        f"{settle * 1e3:.0f} ms settle before each sample "
                         "(median per call, ± interquartile spread)")
     for col in ("model", "eager ms", "torch.compile ms", "lowerkit ms", "× eager",
                 "× torch.compile", "lowerkit compile s cold/cached",
-                "inductor compile s cold/cached", "peak MiB e/tc/lk"):
+                "inductor compile s cold/cached", "peak MiB added e/tc/lk"):
         table.add_column(col, justify="left" if col == "model" else "right")
 
     def row(r):
@@ -136,6 +144,7 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"[yellow]slower than eager: {', '.join(slower)}")
     if args.json:
         out = {"target": args.target, "threads": torch.get_num_threads(), "load_average": load,
+               "settle_s": settle,
                "models": [r.to_json() for r in results],
                "gemm": gemm.to_json() if gemm else None, "peak_gflops": peak}
         if len(results) > 1:
