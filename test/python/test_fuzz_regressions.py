@@ -383,3 +383,42 @@ def test_argmax_read_transposed():
     assert "fence-reductions" in [r.name for r in art.records]
     for got, expected in zip(art(b), program(b)):
         assert got.dtype == expected.dtype and torch.equal(got, expected)
+
+
+# -- a reduction read two ways by one op (CPU) ------------------------------------------------
+# Fuzzer seed 20261222, program 153 (a CPU wrong answer): ``v2[:, :, 0] - v2`` for ``v2`` a mean
+# broadcasts one copy of the mean along the rows and the other along the columns. IREE 3.13
+# fused the reduction into that subtraction and computed it only for the rows of each tile,
+# so the other read saw zeros (or garbage: the fuzzer saw non-finite values). The same defect
+# gave wrong pairwise differences and squared distances (``s + s.T - 2 x x^T``). A barrier
+# after such a reduction (`fence-reductions`, every target) gives it a dispatch of its own.
+def _fuzz_153(a, w0):
+    v1 = a.mean(-2, keepdim=True)
+    v2 = v1.to(torch.float16)
+    v3 = v2[:, :, 0]
+    v4 = v3 - v2
+    v5 = a - a
+    v7 = a * v5
+    v10 = torch.cumsum(v7.mean(1, keepdim=False), 0) @ w0
+    return v4, v5.expand(5, 3, 2, 3), v10
+
+
+READ_TWO_WAYS = {
+    "fuzz_153": (_fuzz_153, ((5, 1, 2, 3), (3, 2))),
+    "mean_minus_its_slice": (lambda a: a.mean(-2, keepdim=True)[:, :, 0] - a.mean(-2, keepdim=True),
+                             ((5, 1, 2, 3),)),
+    "pairwise_difference": (lambda x: x.sum(-1)[:, None] - x.sum(-1)[None, :], ((6, 4),)),
+    "squared_distances": (lambda x: (x * x).sum(-1, keepdim=True)
+                          + (x * x).sum(-1, keepdim=True).transpose(0, 1) - 2 * x @ x.T, ((6, 4),)),
+    "scaled_copy_minus_slice": (lambda a: (a.sum(-1, keepdim=True) * 2)[:, 0]
+                                - a.sum(-1, keepdim=True), ((5, 1, 3),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READ_TWO_WAYS))
+def test_reduction_read_two_ways(name):
+    fn, shapes = READ_TWO_WAYS[name]
+    g = torch.Generator().manual_seed(0)
+    args = tuple((torch.randn(s, generator=g) * 4).round() / 4 for s in shapes)
+    got, expected = lowerkit.compile(fn, args, target="cpu")(*args), fn(*args)
+    assert_matches_eager(got, expected, rtol=1e-3, atol=1e-3)

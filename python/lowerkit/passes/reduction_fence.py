@@ -11,10 +11,16 @@ that consumes it in two cases, both silent wrong answers found by lowerkit's fuz
   indexing map): ``a.amax(-1, keepdim=True).permute(3, 1, 2, 0) * a`` on a [3, 4, 3, 3]
   tensor had 16-70 of 108 elements wrong, in f32, int32 and int64, on both Vulkan targets.
 
+On every target, CPU included, a third case: one op reads the result two ways, through two
+operands or indexing maps (``s[:, None] - s[None, :]``, ``s + s.T - 2 * x @ x.T`` for a row
+sum ``s``): IREE computed the fused reduction only for the rows of the consumer's tile, and
+the other read saw zeros (fuzzer seed 20261222 #153, `_read_two_ways`).
+
 Each such reduction alone compiles correctly, so its results (and, for outer reductions, its
 inputs) go through ``util.optimization_barrier``, which dispatch formation does not fuse
 across: one more dispatch and one more pass over the reduced tensor, and the right numbers.
-Runs in IREE's MLIR build, on linalg on tensors, for Vulkan targets (`lowerkit.api`).
+Runs in IREE's MLIR build, on linalg on tensors: in full for Vulkan targets, for the
+multi-result and read-two-ways cases on the others (`fence_for_cpu`, `lowerkit.api`).
 """
 
 from __future__ import annotations
@@ -69,6 +75,49 @@ def _read_transposed(value: Any, ir: Any, depth: int = 0) -> bool:
     return False
 
 
+_MOVES = {"linalg.transpose", "linalg.broadcast"}
+
+
+def _derived(value: Any, ir: Any, depth: int = 0) -> list[Any]:
+    """``value`` and what dispatch formation fuses with it: its reshapes, transposes,
+    broadcasts and the results of elementwise ops over it (transitively, a few levels)."""
+    out = [value]
+    if depth > 6:
+        return out
+    for use in value.uses:
+        user = use.owner
+        if user.name in _RESHAPES or (user.name in _MOVES and use.operand_number == 0) or (
+                user.name == "linalg.generic"
+                                      and use.operand_number < _inputs(user, ir)
+                                      and not any(_loop_kinds(user, ir))):
+            for r in user.results:
+                out += _derived(r, ir, depth + 1)
+    return out
+
+
+def _read_two_ways(value: Any, ir: Any) -> bool:
+    """Whether one op reads ``value`` (or what is fused with it, `_derived`) through two
+    different operands or indexing maps: ``s[:, None] - s[None, :]`` for ``s = x.sum(-1)``,
+    the squared-distance ``s + s.T - 2 * x @ x.T``. Fused into that op, IREE 3.13 computes
+    the reduction only for the rows of the consumer's tile along one of the two reads, and
+    the other read sees zeros or garbage, on CPU (fuzzer seed 20261222 #153)."""
+    derived = _derived(value, ir)
+    for v in derived:
+        for use in v.uses:
+            user = use.owner
+            if user.name != "linalg.generic" or use.operand_number >= _inputs(user, ir):
+                continue
+            maps = ir.ArrayAttr(user.attributes["indexing_maps"])
+            reads = set()  # (which derived value, indexing map)
+            for i, operand in enumerate(list(user.operands)[:_inputs(user, ir)]):
+                which = next((k for k, d in enumerate(derived) if operand == d), None)
+                if which is not None:
+                    reads.add((which, str(maps[i])))
+            if len(reads) > 1:
+                return True
+    return False
+
+
 # producers that are not computations: nothing of theirs is fused into the reduction
 _LEAVES = {"arith.constant", "util.optimization_barrier", "tensor.empty"}
 
@@ -92,10 +141,10 @@ def _unstorable(type_: Any, ir: Any, storage_bits: frozenset[int]) -> bool:
 
 def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
           cpu: bool = False) -> int:
-    """Put a barrier after every reduction of the two kinds (and before an outer one), except
+    """Put a barrier after every reduction of the three kinds (and before an outer one), except
     on values the target could not store (``storage_bits``, all widths when None); returns
-    how many. With ``cpu``, only after a multi-result reduction read transposed, which is all
-    that IREE's CPU path needs (see `fence_for_cpu`)."""
+    how many. With ``cpu``, only after a reduction read two ways or a multi-result reduction
+    read transposed, which is all that IREE's CPU path needs (see `fence_for_cpu`)."""
     import importlib
 
     ir = importlib.import_module(type(module_op).__module__)
@@ -106,8 +155,9 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
         kinds = _loop_kinds(op, ir)
         if not cpu and _outer_reduction(kinds):
             found.append((op, True))
-        elif any(kinds) and (not cpu or len(op.results) > 1) and any(
-                _read_transposed(r, ir) for r in op.results):
+        elif any(kinds) and (
+                (not cpu or len(op.results) > 1) and any(_read_transposed(r, ir) for r in op.results)
+                or any(_read_two_ways(r, ir) for r in op.results)):
             found.append((op, False))
         return ir.WalkResult.ADVANCE
 
@@ -138,7 +188,8 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
 
 
 def fence_for_cpu(module_op: Any) -> int:
-    """On every target: IREE 3.13's global optimization moved the transpose of an argmax
+    """On every target: reductions read two ways (`_read_two_ways`), and this: IREE 3.13's
+    global optimization moved the transpose of an argmax
     (a reduction yielding the max and its index) into the reduction and dropped one of its
     two outputs, an iree-compile verifier error ("expected number of yield values (2) to
     match the number of inits") for ``b.argmax(-2, keepdim=True).transpose(0, 2)`` (fuzzer

@@ -75,3 +75,50 @@ func.func @read_transposed(%a: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<4xf3
   } -> tensor<4xf32>
   return %t, %s : tensor<8x4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// An inner reduction that one op reads two ways (`s[:, None] - s[None, :]`) is fenced; one
+// read twice the same way (`s * s`) is not.
+// CHECK-LABEL: func.func @read_two_ways
+// CHECK: %[[S:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: %[[FENCED:.*]] = util.optimization_barrier %[[S]]
+// CHECK: linalg.generic {{.*}} ins(%[[FENCED]], %[[FENCED]] :
+// CHECK: %[[Q:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK-NOT: util.optimization_barrier
+// CHECK: linalg.generic {{.*}} ins(%[[Q]], %[[Q]] :
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+#v = affine_map<(d0) -> (d0)>
+func.func @read_two_ways(%a: tensor<6x4xf32>) -> (tensor<6x6xf32>, tensor<6xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<6xf32>) -> tensor<6xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<6x4xf32>) outs(%f : tensor<6xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %r = arith.addf %v, %acc : f32
+      linalg.yield %r : f32
+  } -> tensor<6xf32>
+  %e2 = tensor.empty() : tensor<6x6xf32>
+  %d = linalg.generic {indexing_maps = [#row, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%s, %s : tensor<6xf32>, tensor<6xf32>) outs(%e2 : tensor<6x6xf32>) {
+    ^bb0(%x: f32, %y: f32, %out: f32):
+      %r = arith.subf %x, %y : f32
+      linalg.yield %r : f32
+  } -> tensor<6x6xf32>
+  %q = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<6x4xf32>) outs(%f : tensor<6xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %r = arith.maximumf %v, %acc : f32
+      linalg.yield %r : f32
+  } -> tensor<6xf32>
+  %sq = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]}
+      ins(%q, %q : tensor<6xf32>, tensor<6xf32>) outs(%e : tensor<6xf32>) {
+    ^bb0(%x: f32, %y: f32, %out: f32):
+      %r = arith.mulf %x, %y : f32
+      linalg.yield %r : f32
+  } -> tensor<6xf32>
+  return %d, %sq : tensor<6x6xf32>, tensor<6xf32>
+}
