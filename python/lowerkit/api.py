@@ -50,6 +50,7 @@ def compile(
     cache: "CompileCache | str | Path | bool | None" = None,
     device: str | None = None,
     verify: "bool | dict" = False,
+    iree_phases: bool = False,
 ) -> Artifact:
     """Import ``fn(*args, **kwargs)``, lower it through ``pipeline`` and compile it for ``target``.
 
@@ -60,13 +61,16 @@ def compile(
     folder or a `CompileCache` puts it elsewhere); dumps and instruments bypass it.
     ``verify``: every call also runs ``fn`` eagerly and raises `VerificationError` on a mismatch
     (``True``, or ``{"rtol": ..., "atol": ...}``; see `lowerkit.verify`).
+    ``iree_phases``: record the time and ops of each of IREE's phases for `Artifact.stage_table`
+    (iree-compile prints every phase for it: 15-20 % slower; a dump always records them).
     """
     if verify:
         from .verify import verified
 
         art = compile(fn, args, kwargs, target=target, pipeline=pipeline,
                       dynamic_shapes=dynamic_shapes, dump_dir=dump_dir, instruments=instruments,
-                      iree_flags=iree_flags, cache=cache, device=device)
+                      iree_flags=iree_flags, cache=cache, device=device,
+                      iree_phases=iree_phases)
         return verified(art, fn, verify)
     target = Target.parse(target)
     pipe = resolve_pipeline(pipeline)
@@ -74,9 +78,10 @@ def compile(
     dump = dump_dir if isinstance(dump_dir, DumpInstrument) else (
         DumpInstrument(dump_dir) if dump_dir is not None else None)
     if dump is None:
-        store = resolve_cache(cache) if not instruments else None
+        # a cached entry may lack the phases: asking for them compiles
+        store = resolve_cache(cache) if not instruments and not iree_phases else None
         return _compile(fn, args, kwargs, target, pipe, dynamic_shapes, None, instruments, iree_flags,
-                        store, device)
+                        store, device, iree_phases)
     instruments.append(dump)
     title = getattr(type(fn), "__name__", None) if isinstance(fn, torch.nn.Module) else None
     title = title or getattr(fn, "__name__", "program")
@@ -113,7 +118,7 @@ def _pass_stage(module: Any, run: Callable[[Any], Any], build: Build) -> PythonP
 
 
 def _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags,
-             store=None, device=None):
+             store=None, device=None, iree_phases=False):
     imported = import_program(fn, args, kwargs, dynamic_shapes)
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
@@ -122,13 +127,15 @@ def _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, 
             imported, pipe, target, iree_flags, device,
             lambda: _lower(imported, records, target, pipe, dump, instruments, iree_flags, device))
     else:
-        art = _lower(imported, records, target, pipe, dump, instruments, iree_flags, device)
+        art = _lower(imported, records, target, pipe, dump, instruments, iree_flags, device,
+                     iree_phases)
     # Mutated buffers start from this model's values, also when the code came from the cache.
     art.state = [t.clone() for t in imported.state.values()]
     return art
 
 
-def _lower(imported, records, target, pipe, dump, instruments, iree_flags, device):
+def _lower(imported, records, target, pipe, dump, instruments, iree_flags, device,
+           iree_phases=False):
     if dump is not None:
         dump.write("fx-graph", imported.fx_code(), suffix=".py", kind="fx-graph",
                    build="torch", ops=fx_op_histogram(imported.exported))
@@ -146,8 +153,9 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     start = time.perf_counter()
     bytecode = bridge.to_iree_bytecode(module)
     serialise = time.perf_counter() - start
-    result = compiler.compile_to_vmfb(bytecode, target, list(iree_flags),
-                                      **(dump.iree_options() if dump is not None else {}))
+    result = compiler.compile_to_vmfb(
+        bytecode, target, list(iree_flags),
+        **(dump.iree_options() if dump is not None else {"phases": iree_phases}))
     records.append(StageRecord(compiler.STAGE, Build.IREE, serialise + result.seconds, Counter()))
     if dump is not None:
         dump.add_compile(result)

@@ -150,6 +150,9 @@ class Artifact:
             dialects = ", ".join(f"{d} {n}" for d, n in r.dialects().most_common(4))
             ops = str(r.op_count) if r.ops else "-"
             table.add_row(str(i), r.name, r.build.value, f"{r.seconds * 1e3:.1f}", ops, dialects)
+            if r.name == "iree-compile" and stats and not stats.get("phases"):
+                table.add_row("", "  └ (IREE's phases: iree_phases=True, lowerkit run --phases)",
+                              "", "", "", "", style="dim")
             if r.name == "iree-compile":  # its phases, from iree-compile's phase dumps
                 for p in stats.get("phases", []):
                     top = Counter()

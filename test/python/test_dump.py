@@ -85,6 +85,23 @@ def test_dump_api_writes_every_stage_and_keeps_other_files(tmp_path):
     assert "└ dispatch-creation" in text and "dispatches" in text
 
 
+def test_iree_phases_are_asked_for():
+    """A plain compile skips IREE's phase dumps (their printing slows iree-compile); asking
+    for them records all twelve, and the stage table says how to ask."""
+    from rich.console import Console
+
+    model, args = tiny()
+    plain = lowerkit.compile(model, args, cache=False)
+    assert plain.compile_stats["phases"] == [] and plain.compile_stats["dispatches"] >= 1
+    console = Console(record=True, width=160)
+    console.print(plain.stage_table())
+    assert "iree_phases=True" in console.export_text()
+
+    seen = lowerkit.compile(model, args, cache=False, iree_phases=True)
+    assert [p["name"] for p in seen.compile_stats["phases"]] == list(PHASES)
+    assert torch.equal(seen(*args), plain(*args))
+
+
 def test_dump_cli(tmp_path, capsys):
     model_file = tmp_path / "model.py"
     model_file.write_text(

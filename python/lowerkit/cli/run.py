@@ -19,6 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--atol", type=float, default=1e-4)
     p.add_argument("--dump-dir", default=None, help="write every stage's IR into this folder")
     p.add_argument("--output", "-o", default=None, help="save the compiled artifact to this file")
+    p.add_argument("--phases", action="store_true",
+                   help="also time IREE's twelve phases, in the table (iree-compile prints each: "
+                        "15-20%% slower; implies --no-cache)")
     p.add_argument("--no-cache", action="store_true",
                    help="compile even if the compile cache holds this program (cold timings)")
 
@@ -36,7 +39,8 @@ def main(args: argparse.Namespace) -> int:
     with console.status(f"compiling {case.name} for {args.target}"):
         art = lowerkit.compile(case.fn, case.args, case.kwargs, target=args.target,
                                pipeline=args.pipeline, dynamic_shapes=case.dynamic_shapes,
-                               dump_dir=args.dump_dir, cache=False if args.no_cache else None)
+                               dump_dir=args.dump_dir, cache=False if args.no_cache else None,
+                               iree_phases=args.phases)
     wall = time.perf_counter() - start
     console.print(art.stage_table(title=f"{case.name} → {art.target.name}"))
     if art.cache_hit:
