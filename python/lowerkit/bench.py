@@ -9,10 +9,10 @@ through its first calls (Linux's VmHWM, reset before each). A GEMM line relates 
 GFLOP/s to this machine's measured matmul peak.
 
 Before each sample the process idles for a short *settle* time. Without it a contender pays
-for the one timed before it: torch's OpenMP workers spin for ~10-15 ms after every
-multi-threaded op (libgomp's default spin count, with the slow ``pause`` of recent Xeons),
-holding the cores that the next contender's threads want (measured: ResNet-18 through
-lowerkit 19.3 ms alone, 31.3 ms right after 2-thread eager calls).
+for the one timed before it: torch's OpenMP workers spin-wait for a while after every
+multi-threaded op (libgomp's default wait policy), holding the cores that the next
+contender's threads want (measured: ResNet-18 through lowerkit 19.3 ms alone, 31.3 ms right
+after 2-thread eager calls; `lowerkit bench --settle-ms 0` shows it).
 """
 
 from __future__ import annotations
