@@ -193,7 +193,6 @@ def _square(v):
     return v * v
 
 
-
 @pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
 @pytest.mark.parametrize("name", sorted(TRANSPOSED_REDUCTIONS))
@@ -206,6 +205,29 @@ def test_reduction_read_transposed_by_its_consumer(name, dtype, target):
                     expected if isinstance(expected, tuple) else (expected,)):
         assert g.dtype == e.dtype
         torch.testing.assert_close(g, e, rtol=0, atol=0)
+
+
+# A bool or int8 reduction returned beside an outer reduction that is itself returned: the
+# barrier that fence-reductions put on the latter cost the former its value on the portable
+# target ((b.any(0), a.amax(0)) gave False for True; fuzzer seed 20261221, program 571). A
+# result only returned has no consumer to fuse with, and is no longer fenced.
+RETURNED_BESIDE_NARROW = {
+    "any_amax_fuzz": lambda a, b: (b[1:], b.any(0), a.argmax(0)),
+    "any_amax": lambda a, b: (b.any(0), a.amax(0)),
+    "not_any_amax": lambda a, b: (~b.any(0), a.amax(0)),
+    "int8_amax_amax": lambda a, b: (b.to(torch.int8).amax(0), a.amax(0)),
+}
+
+
+@pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
+@pytest.mark.parametrize("name", sorted(RETURNED_BESIDE_NARROW))
+def test_narrow_reduction_returned_beside_a_returned_outer_reduction(name, target):
+    fn = RETURNED_BESIDE_NARROW[name]
+    a = torch.randn(5, 1, 2, 2, generator=torch.Generator().manual_seed(0))
+    for b in (torch.tensor([True, False]), torch.tensor([False, True])):
+        got, expected = lowerkit.compile(fn, (a, b), target=target)(a, b), fn(a, b)
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and torch.equal(g, e), (b, g, e)
 
 
 def test_fence_reductions_leaves_inner_reductions_read_in_order_alone():

@@ -17,7 +17,8 @@ sum ``s``): IREE computed the fused reduction only for the rows of the consumer'
 the other read saw zeros (fuzzer seed 20261222 #153, `_read_two_ways`).
 
 Each such reduction alone compiles correctly, so its results (and, for outer reductions, its
-inputs) go through ``util.optimization_barrier``, which dispatch formation does not fuse
+inputs) go through ``util.optimization_barrier`` (a result that is only returned has no
+consumer to fuse with, and is left alone), which dispatch formation does not fuse
 across: one more dispatch and one more pass over the reduced tensor, and the right numbers.
 Runs in IREE's MLIR build, on linalg on tensors: in full for Vulkan targets, for the
 multi-result and read-two-ways cases on the others (`fence_for_cpu`, `lowerkit.api`).
@@ -177,7 +178,11 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
             op.operands[i] = barrier.results[0]
             fenced += 1
         for result in op.results:
-            if not any(True for _ in result.uses) or _unstorable(result.type, ir, bits):
+            # A result only returned has no consumer to be fused with. Fenced anyway, its
+            # barrier cost a bool reduction returned beside it its value on the portable
+            # Vulkan target ((b.any(0), a.amax(0)): False for True; fuzzer seed 20261221 #571).
+            if all(use.owner.name == "func.return" for use in result.uses) \
+                    or _unstorable(result.type, ir, bits):
                 continue
             with ir.InsertionPoint.after(op), op.location:
                 barrier = ir.Operation.create("util.optimization_barrier",

@@ -122,3 +122,34 @@ func.func @read_two_ways(%a: tensor<6x4xf32>) -> (tensor<6x6xf32>, tensor<6xf32>
   } -> tensor<6xf32>
   return %d, %sq : tensor<6x6xf32>, tensor<6xf32>
 }
+
+// -----
+
+// An outer reduction whose result is only returned: its input is fenced, its result is not
+// (no consumer to fuse with; a barrier there cost a bool result beside it its value).
+// CHECK-LABEL: func.func @outer_returned
+// CHECK: %[[IN:.*]] = util.optimization_barrier
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[IN]]
+// CHECK-NOT: util.optimization_barrier
+// CHECK: return %[[SUM]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @outer_returned(%a: tensor<3x12xf32>) -> tensor<12xf32> {
+  %z = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<3x12xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<3x12xf32>) outs(%e2 : tensor<3x12xf32>) {
+    ^bb0(%v: f32, %out: f32):
+      %r = arith.mulf %v, %v : f32
+      linalg.yield %r : f32
+  } -> tensor<3x12xf32>
+  %e = tensor.empty() : tensor<12xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<12xf32>) -> tensor<12xf32>
+  %s = linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%x : tensor<3x12xf32>) outs(%f : tensor<12xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %r = arith.addf %v, %acc : f32
+      linalg.yield %r : f32
+  } -> tensor<12xf32>
+  return %s : tensor<12xf32>
+}
