@@ -31,6 +31,7 @@ MODULES = {
     # IREE's build (each module's BUILD): target fixes for Vulkan
     "fence-reductions": "reduction_fence",
     "guard-zero-divisors": "zero_divisor",
+    "fence-pad-sources": "pad_fence",
 }
 
 

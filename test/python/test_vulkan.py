@@ -11,6 +11,7 @@ import tempfile
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import lowerkit
 from lowerkit.numerics import compare
@@ -228,6 +229,28 @@ def test_narrow_reduction_returned_beside_a_returned_outer_reduction(name, targe
         got, expected = lowerkit.compile(fn, (a, b), target=target)(a, b), fn(a, b)
         for g, e in zip(got, expected):
             assert g.dtype == e.dtype and torch.equal(g, e), (b, g, e)
+
+
+# A wide pad fused with the op computing its source: ``F.conv2d(a.exp(), w, padding=2)`` was off
+# by up to 63 on vulkan:llvmpipe (fuzzer seed 20261222, programs 630-631: a softmax over dim -2
+# feeding such a convolution). `fence-pad-sources` pads a materialised tensor instead.
+WIDE_PADS = {
+    "exp_conv_pad2": (lambda a, w: F.conv2d(a.exp(), w, padding=2), (4, 2, 4, 4), (1, 2, 4, 4)),
+    "softmax_conv_pad2_fuzz": (lambda a, w: F.conv2d(torch.softmax(torch.maximum(a, a), -2), w,
+                                                     padding=2), (4, 2, 4, 4), (1, 2, 4, 4)),
+    "exp_pad_conv_k3": (lambda a, w: F.conv2d(F.pad(a.exp(), (2, 2, 2, 2)), w),
+                        (4, 2, 4, 4), (1, 2, 3, 3)),
+}
+
+
+@pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
+@pytest.mark.parametrize("name", sorted(WIDE_PADS))
+def test_wide_pad_of_a_computed_tensor(name, target):
+    fn, a_shape, w_shape = WIDE_PADS[name]
+    g = torch.Generator().manual_seed(0)
+    a, w = torch.randn(a_shape, generator=g), torch.randn(w_shape, generator=g)
+    torch.testing.assert_close(lowerkit.compile(fn, (a, w), target=target)(a, w), fn(a, w),
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_fence_reductions_leaves_inner_reductions_read_in_order_alone():
