@@ -96,7 +96,8 @@ def main(args: argparse.Namespace) -> int:
 
     load = os.getloadavg()[0]
     table = Table(title=f"lowerkit bench → {args.target}, batch 1, {torch.get_num_threads()} "
-                        f"torch threads, {os.cpu_count()} cores, load average {load:.1f}, "
+                        f"torch threads (lowerkit: IREE's workers on every core), "
+                        f"{os.cpu_count()} cores, load average {load:.1f}, "
                         f"{settle * 1e3:.0f} ms settle before each sample "
                         "(median per call, ± interquartile spread)")
     for col in ("model", "eager ms", "torch.compile ms", "lowerkit ms", "× eager",
@@ -137,7 +138,7 @@ def main(args: argparse.Namespace) -> int:
     if gemm is not None:
         parts = [f"{c} {gemm.flops / gemm.median(c) / 1e9:.1f}" for c in gemm.timings]
         console.print(f"GEMM {args.gemm_size}³ GFLOP/s: " + ", ".join(parts) +
-                      f"; machine peak (large torch.mm) {peak:.1f} GFLOP/s → lowerkit at "
+                      f"; machine peak (large torch.mm, every core) {peak:.1f} GFLOP/s → lowerkit at "
                       f"{gemm.flops / gemm.median('lowerkit') / 1e9 / peak * 100:.0f}% of peak")
     slower = [r.model for r in results if r.speedup("lowerkit", "eager") < 1.0]
     if slower:
