@@ -225,9 +225,12 @@ def measure(calls: dict[str, Callable[[], Any]], result: BenchResult, *, rounds:
     per_call = {}
     for name, fn in calls.items():
         fn()
-        start = time.perf_counter()
-        fn()
-        per_call[name] = max(time.perf_counter() - start, 1e-7)
+        times = []
+        for _ in range(5):  # the fastest of a few: one slow call (a driver trial, a page
+            start = time.perf_counter()  # fault) made samples of 5 calls where 1000 were due,
+            fn()  # and a 20 µs program then measured 100 µs, its first call after the settle
+            times.append(time.perf_counter() - start)
+        per_call[name] = max(min(times), 1e-7)
     reps = {n: max(1, int(min_sample_s / t)) for n, t in per_call.items()}
     # keep the whole run under max_seconds on slow models
     round_cost = sum(reps[n] * per_call[n] + settle_s for n in calls)
