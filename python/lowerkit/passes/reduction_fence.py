@@ -87,10 +87,10 @@ def _derived(value: Any, ir: Any, depth: int = 0) -> list[Any]:
         return out
     for use in value.uses:
         user = use.owner
-        if user.name in _RESHAPES or (user.name in _MOVES and use.operand_number == 0) or (
-                user.name == "linalg.generic"
-                                      and use.operand_number < _inputs(user, ir)
-                                      and not any(_loop_kinds(user, ir))):
+        moved = user.name in _MOVES and use.operand_number == 0
+        elementwise = (user.name == "linalg.generic" and use.operand_number < _inputs(user, ir)
+                       and not any(_loop_kinds(user, ir)))
+        if user.name in _RESHAPES or moved or elementwise:
             for r in user.results:
                 out += _derived(r, ir, depth + 1)
     return out
