@@ -107,7 +107,7 @@ def _target_stages(target: Target, build: Build) -> list[PythonPassStage]:
                                   lambda op: reduction_fence.fence(op, bits), Build.IREE))
         stages.append(_pass_stage(zero_divisor, zero_divisor.guard, Build.IREE))
         stages.append(_pass_stage(pad_fence, pad_fence.fence, Build.IREE))
-    else:  # only the argmax-transpose defect of IREE's global optimization (every backend)
+    else:  # reductions read two ways, and an argmax read transposed (`fence_for_cpu`)
         stages.append(_pass_stage(reduction_fence, reduction_fence.fence_for_cpu, Build.IREE))
     return stages
 
