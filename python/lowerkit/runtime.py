@@ -7,6 +7,7 @@ device. Calls go straight to IREE's VM (no per-call reflection), to keep the per
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import time
 import threading
@@ -115,9 +116,11 @@ class Executable:
         rt, device, context, fn = self.loaded if path is None else path.pick()
         hal = _hal(rt)
         alloc = device.allocator.allocate_buffer_copy
+        memory, usage, element_types = hal.memory, hal.usage, hal.element_types
         args = rt.VmVariantList(len(tensors))
+        push = args.push_ref
         widen = self.widen
-        for t in tensors:
+        for t in tensors:  # ~2 µs an input: a small program's call is a few of these
             if t.requires_grad:
                 t = t.detach()
             if widen and t.dtype in widen:
@@ -128,8 +131,7 @@ class Executable:
                 arr = t.view(torch.int16).numpy().view(np.uint16)
             else:
                 arr = t.numpy()
-            args.push_ref(alloc(memory_type=hal.memory, allowed_usage=hal.usage, device=device,
-                                buffer=arr, element_type=hal.element_types[t.dtype]))
+            push(alloc(memory, usage, device, arr, element_types[t.dtype]))
         results = rt.VmVariantList(n_results)
         try:
             if path is None or path.decided:
@@ -200,29 +202,38 @@ def _host_tensor(rt: Any, bv: Any) -> torch.Tensor:
     The mapping is read through the buffer protocol (``np.frombuffer``: ~0.5 µs) rather than
     ``MappedMemory.asarray`` (~3-10 µs, most of a small output's cost). The protocol exports
     the memory read-only, so the array is; the tensor over it stays writable, as torch's are,
-    and torch warns about that once per process: that one warning is silenced here."""
-    known = _hal(rt).to_torch.get(int(bv.element_type))
-    if known is None:  # an element type torch has no dtype for: numpy's reading of it
-        np_dtype = np.dtype(rt.HalElementType.map_to_dtype(bv.element_type))
-        dtype = _NP_TO_TORCH[np_dtype]
-    else:
-        np_dtype, dtype = known
+    and torch warns about that once per process: that one warning is silenced here.
+    Each output of a small program costs this much per call, so the element type's reading is
+    looked up once (`_host_reading`) and nothing else is asked of the bindings."""
+    reading = _HOST_READINGS.get(bv.element_type)
+    if reading is None:
+        reading = _host_reading(rt, bv.element_type)
+    np_dtype, dtype, view = reading
     shape = bv.shape
-    count = 1
-    for d in shape:
-        count *= d
+    count = math.prod(shape)
     if count == 0:
         return torch.zeros(shape, dtype=dtype)
     array = np.frombuffer(bv.map(), np_dtype, count).reshape(shape)
-    if _READ_ONLY_WARNED:
-        t = torch.from_numpy(array)
+    t = torch.from_numpy(array) if _READ_ONLY_WARNED else _from_read_only(array)
+    return t if view is None else t.view(view)
+
+
+# IREE element type (the plain int a buffer view reports) -> (numpy dtype to read the bytes
+# as, torch dtype of the result, the dtype to view the tensor as, or None when it already is)
+_HOST_READINGS: dict[int, tuple[Any, torch.dtype, torch.dtype | None]] = {}
+
+
+def _host_reading(rt: Any, element_type: int) -> tuple[Any, torch.dtype, torch.dtype | None]:
+    known = _hal(rt).to_torch.get(int(element_type))
+    if known is None:  # an element type torch has no dtype for: numpy's reading of it
+        np_dtype = np.dtype(rt.HalElementType.map_to_dtype(element_type))
+        dtype = _NP_TO_TORCH[np_dtype]
     else:
-        t = _from_read_only(array)
-    if dtype is torch.bfloat16:
-        return t.view(torch.bfloat16)
-    if dtype is torch.bool:
-        return t.view(torch.bool)
-    return t
+        np_dtype, dtype = known
+    view = None if _NP_TO_TORCH.get(np.dtype(np_dtype)) is dtype else dtype  # bfloat16's bits
+    reading = (np_dtype, dtype, view)
+    _HOST_READINGS[element_type] = reading
+    return reading
 
 
 _READ_ONLY_WARNED = False

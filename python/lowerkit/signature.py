@@ -174,11 +174,24 @@ class CallSignature:
     def _single_output(self) -> bool:
         return self.out_spec.is_leaf() and isinstance(self.out_leaves[0], TensorSpec)
 
+    @functools.cached_property
+    def _retyped_outputs(self) -> tuple[tuple[int, torch.dtype], ...]:
+        """The outputs `_as_dtype` may retype (integer and bool ones; it never changes a float
+        output), so that a call with float outputs only skips it (~0.3 µs an output)."""
+        return tuple((i, l.dtype) for i, l in enumerate(self.out_leaves)
+                     if isinstance(l, TensorSpec) and not l.dtype.is_floating_point)
+
     def unflatten_outputs(self, tensors: list[Any]) -> Any:
         if self._single_output:
             return _as_dtype(tensors[0], self.out_leaves[0].dtype)
         if self._tuple_of_tensors:
-            return tuple(_as_dtype(t, l.dtype) for t, l in zip(tensors, self.out_leaves))
+            retyped = self._retyped_outputs
+            if not retyped:
+                return tuple(tensors)
+            out = list(tensors)
+            for i, dtype in retyped:
+                out[i] = _as_dtype(out[i], dtype)
+            return tuple(out)
         it = iter(tensors)
         leaves = [_as_dtype(next(it), l.dtype) if isinstance(l, TensorSpec) else l.value
                   for l in self.out_leaves]
