@@ -18,7 +18,7 @@ from .errors import LowerkitError
 from .ingress import import_program
 from .instrument import Instrument
 from .pipeline import Pipeline, StageRecord
-from .passes import narrow_io, pad_fence, reduction_fence, zero_divisor
+from .passes import narrow_io, pad_fence, reduction_fence, strided_slice_fence, zero_divisor
 from .registry import pipelines
 from .stage import PythonPassStage
 from .target import Target
@@ -107,6 +107,7 @@ def _target_stages(target: Target, build: Build) -> list[PythonPassStage]:
                                   lambda op: reduction_fence.fence(op, bits), Build.IREE))
         stages.append(_pass_stage(zero_divisor, zero_divisor.guard, Build.IREE))
         stages.append(_pass_stage(pad_fence, pad_fence.fence, Build.IREE))
+        stages.append(_pass_stage(strided_slice_fence, strided_slice_fence.fence, Build.IREE))
     else:  # reductions read two ways, and an argmax read transposed (`fence_for_cpu`)
         stages.append(_pass_stage(reduction_fence, reduction_fence.fence_for_cpu, Build.IREE))
     return stages

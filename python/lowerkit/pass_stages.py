@@ -32,6 +32,7 @@ MODULES = {
     "fence-reductions": "reduction_fence",
     "guard-zero-divisors": "zero_divisor",
     "fence-pad-sources": "pad_fence",
+    "fence-strided-slices": "strided_slice_fence",
 }
 
 

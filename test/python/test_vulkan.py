@@ -253,6 +253,29 @@ def test_wide_pad_of_a_computed_tensor(name, target):
                                rtol=1e-4, atol=1e-4)
 
 
+# A strided slice of a tensor computed from 8- or 16-bit values: ``b.float()[:, :, ::2, ::2]``
+# doubled was off by 1-16 on vulkan:llvmpipe for bool, int8 and f16 inputs (fuzzer seed
+# 20261243, program 102: a 1x1 max_pool2d with stride 2, which rewrite-unit-window-pooling makes
+# such a slice). `fence-strided-slices` slices a materialised tensor instead.
+STRIDED_SLICES = {
+    "bool_float_slice": (lambda b: (lambda v: v + v)(b.float()[:, :, ::2, ::2]), torch.bool),
+    "int8_scaled_slice": (lambda b: (b.float() * 3)[:, :, ::2, ::2] + 1, torch.int8),
+    "f16_float_slice": (lambda b: (lambda v: v + v)(b.float()[:, :, ::2, ::2]), torch.float16),
+    "int8_unit_pool_fuzz": (lambda b: F.max_pool2d(b.float(), 1, 2) * 2, torch.int8),
+}
+
+
+@pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
+@pytest.mark.parametrize("name", sorted(STRIDED_SLICES))
+def test_strided_slice_of_a_computed_narrow_tensor(name, target):
+    fn, dtype = STRIDED_SLICES[name]
+    g = torch.Generator().manual_seed(0)
+    b = (torch.randn(4, 3, 5, 3, generator=g) * 4).to(dtype)
+    got, expected = lowerkit.compile(fn, (b,), target=target)(b), fn(b)
+    assert got.dtype == expected.dtype
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
 def test_fence_reductions_leaves_inner_reductions_read_in_order_alone():
     # softmax over the last dim keeps its one fused dispatch; only the transposed read is fenced
     from iree.compiler import ir

@@ -16,39 +16,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._source_fence import fence_source, ops_where
+
 NAME = "fence-pad-sources"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
-
-# producers that compute nothing: a pad of these was right
-_LEAVES = {"arith.constant", "util.optimization_barrier", "tensor.empty"}
 
 
 def fence(module_op: Any) -> int:
     """Put a barrier between each ``tensor.pad`` and the op computing its source; returns how
     many."""
-    import importlib
-
-    ir = importlib.import_module(type(module_op).__module__)
-    pads = []
-
-    def visit(op):
-        if op.name == "tensor.pad":
-            pads.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
-    fenced = 0
-    for pad in pads:
-        source = pad.operands[0]
-        producer = getattr(source.owner, "operation", source.owner)  # OpView or op
-        if not isinstance(producer, ir.Operation) or producer.name in _LEAVES:
-            continue  # a block argument (the function's input) or nothing computed
-        with ir.InsertionPoint(pad), pad.location:
-            barrier = ir.Operation.create("util.optimization_barrier",
-                                          results=[source.type], operands=[source])
-        pad.operands[0] = barrier.results[0]
-        fenced += 1
-    return fenced
+    pads = ops_where(module_op, lambda op: op.name == "tensor.pad")
+    return sum(fence_source(pad) for pad in pads)
 
 
 def run(module_op: Any, pass_: Any = None) -> None:
