@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -115,7 +116,12 @@ def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedP
     from . import decompositions
 
     try:
-        return exported.run_decompositions({**get_decomposition_table(), **decompositions.table()})
+        with warnings.catch_warnings():
+            # torch 2.13's own deepcopy of its tree specs warns on every compile; not the user's
+            warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`",
+                                    category=FutureWarning)
+            return exported.run_decompositions(
+                {**get_decomposition_table(), **decompositions.table()})
     except Exception as e:
         raise IngressError(f"stage 'torch-decompose' failed: {type(e).__name__}: {e}") from e
 
