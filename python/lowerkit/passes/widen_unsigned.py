@@ -38,6 +38,11 @@ _WRAP = {"add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "mul.Tensor", "
          "matmul", "mv", "dot", "prod", "prod.dim_int"}
 
 
+# Casts to uint8 from another dtype (their first operand the tensor cast)
+_CONVERSIONS = {"torch.prims.convert_element_type", "torch.aten.to.dtype",
+                "torch.aten._to_copy", "torch.aten.to.dtype_layout"}
+
+
 def _is_u8(value: Any) -> bool:
     vt = t.vtensor(value)
     return vt is not None and vt[1] == "ui8"
@@ -94,6 +99,14 @@ def _widen_function(func: Any) -> None:
                     with ir.InsertionPoint.after(op), op.location:
                         wrapped = _wrap(r)
                     r.replace_all_uses_except(wrapped, wrapped.owner.operation)
+        elif name in _CONVERSIONS and not _is_u8(op.operands[0]):
+            # float (or wider int) -> uint8: converted to int32 and wrapped, as eager's cast
+            # wraps (358.5 -> 102). A direct f32 -> i8 cast is poison past 127, and LLVM's x86
+            # code without AVX-512 saturated it: 151.5 -> 127 on an AMD EPYC host.
+            with ir.InsertionPoint.after(op), op.location:
+                wrapped = _wrap(_convert(op.operands[0], _INT32, "si32"))
+            results[0].replace_all_uses_with(wrapped)
+            op.erase()
         else:
             # Unknown op: keep its uint8 result and widen that right after it.
             for r in results:
