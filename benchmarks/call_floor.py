@@ -3,6 +3,7 @@ split into the parts IREE's Python bindings cost and the part its kernels cost.
 
     .venv/bin/python benchmarks/call_floor.py                       # the zoo's single-op programs
     .venv/bin/python benchmarks/call_floor.py cumsum,index_ops --threads 2
+    .venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json
 
 For each program, each part is timed on its own, interleaved with the others, as a median of
 rounds of many calls (µs a call):
@@ -25,6 +26,7 @@ these). Timings taken on a busy machine are only comparable inside one run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import time
@@ -110,6 +112,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--calls", type=int, default=2000, help="calls a sample")
+    parser.add_argument("--json", metavar="FILE",
+                        help="store the table and the run's provenance (benchmarks/readme.py)")
     opts = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     os.environ.setdefault("LOWERKIT_CACHE_DIR", os.path.join("build", "cache"))
@@ -119,9 +123,12 @@ def main(argv: list[str] | None = None) -> None:
     from rich.table import Table
 
     import lowerkit
+    from lowerkit.bench import run_metadata
     from lowerkit.zoo import ZOO
 
     torch.set_num_threads(opts.threads)
+    meta = run_metadata()  # after set_num_threads: it records the torch threads
+    rows = []
     table = Table(title=f"µs a call (medians of {opts.rounds} rounds of {opts.calls} calls; "
                         f"{opts.threads} torch threads; load {os.getloadavg()[0]:.1f})")
     for column in ("model", "in/out", "eager", "lowerkit", "wrap in", "invoke", "read out",
@@ -139,11 +146,18 @@ def main(argv: list[str] | None = None) -> None:
         if (n_in, n_out) not in empties:
             empties[n_in, n_out] = _empty_invoke(n_in, n_out, opts.calls, opts.rounds)
         floor = times["wrap in"] + times["read out"] + empties[n_in, n_out]
+        rows.append({"model": name, "inputs": n_in, "outputs": n_out, **times,
+                     "empty invoke": empties[n_in, n_out], "floor": floor})
         table.add_row(name, f"{n_in}/{n_out}", *(f"{times[k]:.1f}" for k in
                       ("eager", "lowerkit", "wrap in", "invoke", "read out")),
                       f"{empties[n_in, n_out]:.1f}", f"{floor:.1f}",
                       f"{times['eager'] - floor:+.1f}")
     Console(width=max(Console().width, 150)).print(table)
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump({"meta": meta, "rounds": opts.rounds, "calls": opts.calls,
+                       "models": rows}, f, indent=1)
+        print(f"wrote {opts.json}")
 
 
 if __name__ == "__main__":

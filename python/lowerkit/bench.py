@@ -20,15 +20,98 @@ from __future__ import annotations
 import gc
 import inspect
 import math
+import os
+import shlex
 import statistics
+import subprocess
+import sys
 import time
 import warnings
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 
 CONTENDERS = ("eager", "torch.compile", "lowerkit")
+
+
+# -- where a stored result comes from ----------------------------------------------------------
+def _git(*args: str) -> str | None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        out = subprocess.run(["git", "-C", here, *args], capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _program() -> str:
+    """``sys.argv[0]`` relative to the repository's root when inside it (the command as typed
+    there: ``.venv/bin/lowerkit``, ``benchmarks/compile_time.py``), else its base name."""
+    root = _git("rev-parse", "--show-toplevel")
+    path = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if root and path.startswith(os.path.join(root, "")):
+        return os.path.relpath(path, root)
+    return os.path.basename(path)
+
+
+def cpu_description() -> dict:
+    """/proc/cpuinfo's model name and its AVX-512/AMX flags: what IREE's ``host`` CPU tunes
+    for, so two stored results can be told apart by the machine that took them."""
+    model, flags = None, set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name" and model is None:
+                    model = value.strip()
+                elif key == "flags" and not flags:
+                    flags = {x for x in value.split() if x.startswith(("avx512", "amx"))}
+    except OSError:
+        pass
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {"model": model, "flags": sorted(flags), "cores": os.cpu_count(),
+            "cores_usable": affinity}
+
+
+def run_metadata(command: str | None = None) -> dict:
+    """Provenance of a benchmark run, stored beside its numbers: the commit (and whether the
+    tree had uncommitted changes outside ``benchmarks/results/``), the command (``sys.argv``
+    unless given), the date, the CPU, the thread counts, the load, the toolchain and the CPU
+    target's iree-compile flags. A README figure is only as good as this record (issue 16)."""
+    from importlib import metadata
+
+    from lowerkit.target import CPU_SPEED_FLAGS
+
+    def version(dist: str) -> str | None:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                  ":(exclude)benchmarks/results")
+    return {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "commit": _git("rev-parse", "HEAD"),
+        "dirty": None if status is None else bool(status),
+        "command": command or shlex.join([_program(), *sys.argv[1:]]),
+        "cpu": cpu_description(),
+        # lowerkit's CPU programs run on IREE's local-task workers, one per usable core,
+        # whatever torch's thread count is
+        "threads": {"torch": torch.get_num_threads(),
+                    "torch_interop": torch.get_num_interop_threads()},
+        "load_average": list(os.getloadavg()),
+        "versions": {d: version(d) for d in ("torch", "torch-mlir", "iree-base-compiler",
+                                             "iree-base-runtime", "lowerkit")},
+        "iree_cpu_flags": list(CPU_SPEED_FLAGS),
+        "env": {k: os.environ[k] for k in ("LOWERKIT_CPU_DRIVER", "LOWERKIT_DECOMPOSITIONS",
+                                            "OMP_WAIT_POLICY", "OMP_NUM_THREADS")
+                if k in os.environ},
+    }
 
 
 @dataclass
@@ -262,12 +345,10 @@ def bench_model(name: str, model, args, kwargs=None, *, target: str = "cpu",
     return result
 
 # -- the GEMM line -----------------------------------------------------------------------------
-def measured_peak_gflops(n: int = 2048, repeats: int = 5) -> float:
-    """This machine's float32 matmul peak as PyTorch reaches it (best of a few large GEMMs),
-    on every core whatever ``torch.set_num_threads`` says: IREE's workers use every core, so a
-    one-thread peak would put lowerkit above 100 %."""
-    import os
-
+def torch_mm_gflops(n: int = 2048, repeats: int = 5) -> float:
+    """GFLOP/s of the best of a few large float32 ``torch.mm`` on every core (whatever
+    ``torch.set_num_threads`` says: IREE's workers use every core too). A reference for the
+    GEMM line, not the machine's peak: lowerkit's GEMM has measured above it."""
     threads = torch.get_num_threads()
     torch.set_num_threads(os.cpu_count() or threads)
     try:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+import sys
+from pathlib import Path
 
 from lowerkit import bench
 from lowerkit.cli import main as cli_main
@@ -48,6 +51,22 @@ def test_bench_cli_writes_json(tmp_path):
     data = json.loads(out.read_text())
     assert data["models"][0]["model"] == "index_ops"
     assert data["models"][0]["median_ms"]["lowerkit"] > 0
+    # the run's provenance, and benchmarks/readme.py renders the file as the README's zoo table
+    meta = data["meta"]
+    assert meta["commit"] and meta["cpu"]["model"] and meta["date"]
+    assert meta["command"] == (".venv/bin/lowerkit bench index_ops --target cpu --rounds 5 "
+                               f"--settle-ms 30 --gemm-size 1024 --no-torch-compile --json {out}")
+    assert meta["threads"]["torch"] >= 1
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks_readme", Path(__file__).resolve().parents[2] / "benchmarks" / "readme.py")
+    readme = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = readme
+    spec.loader.exec_module(readme)
+    table = readme.render_zoo(readme.load_result(tmp_path, out.name), "x.json")
+    lowerkit_ms = readme._num(data["models"][0]["median_ms"]["lowerkit"])
+    assert f"| index_ops | {readme._num(data['models'][0]['median_ms']['eager'])} | - | " \
+           f"{lowerkit_ms} |" in table
+    assert meta["commit"][:10] in table
 
 
 def test_zoo_cli_lists_models(capsys):

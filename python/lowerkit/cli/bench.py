@@ -23,6 +23,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="torch.set_num_threads for eager and torch.compile (default: torch's)")
 
 
+def _command(args: argparse.Namespace, settle_s: float) -> str:
+    """This run as a command with every option spelled out, defaults included (the process's
+    own argv may be another program's, e.g. pytest's)."""
+    import shlex
+
+    words = [".venv/bin/lowerkit", "bench", args.model, "--target", args.target,
+             "--rounds", str(args.rounds), "--settle-ms", f"{settle_s * 1e3:g}",
+             "--gemm-size", str(args.gemm_size)]
+    if args.torch_threads:
+        words += ["--torch-threads", str(args.torch_threads)]
+    words += [flag for flag, on in (("--slow", args.slow), ("--no-gemm", args.no_gemm),
+                                    ("--no-torch-compile", args.no_torch_compile)) if on]
+    return shlex.join(words + (["--json", args.json] if args.json else []))
+
+
 def _ms(seconds: float) -> str:
     return "-" if not math.isfinite(seconds) else f"{seconds * 1e3:.3f}"
 
@@ -61,6 +76,7 @@ def main(args: argparse.Namespace) -> int:
         cases = [(args.model.rpartition(":")[2], make)]
 
     settle = bench.SETTLE_S if args.settle_ms is None else args.settle_ms / 1e3
+    meta = bench.run_metadata(_command(args, settle))  # before the run: its load, not the run's
     with console.status("loading the compilers and runtimes"):
         bench.warm_up(args.target, contenders)
     results = []
@@ -73,20 +89,20 @@ def main(args: argparse.Namespace) -> int:
         r = results[-1]
         if args.json:  # as we go, so that an interrupted run keeps what it measured
             with open(args.json, "w") as f:
-                json.dump({"target": args.target, "partial": True,
+                json.dump({"meta": meta, "target": args.target, "partial": True,
                            "models": [x.to_json() for x in results]}, f, indent=1)
         console.print(f"{name}: lowerkit {_ms(r.median('lowerkit'))} ms, eager "
                       f"{_ms(r.median('eager'))} ms" + (f" [red]{r.errors}" if r.errors else ""),
                       highlight=False)
 
     gemm = None
-    peak = None
+    reference = None
     if (args.model == "zoo" and not args.no_gemm) or args.model == "gemm":
         from lowerkit.zoo.ops import gemm as gemm_factory
 
         n = args.gemm_size
-        with console.status(f"GEMM {n}x{n}x{n} and this machine's matmul peak"):
-            peak = bench.measured_peak_gflops()
+        with console.status(f"GEMM {n}x{n}x{n} and a large torch.mm on every core"):
+            reference = bench.torch_mm_gflops()
             model, margs = gemm_factory(n)
             gemm = bench.bench_model(f"gemm {n}³", model, margs, target=args.target,
                                      contenders=contenders, rounds=max(5, args.rounds // 3),
@@ -138,16 +154,16 @@ def main(args: argparse.Namespace) -> int:
     if gemm is not None:
         parts = [f"{c} {gemm.flops / gemm.median(c) / 1e9:.1f}" for c in gemm.timings]
         console.print(f"GEMM {args.gemm_size}³ GFLOP/s: " + ", ".join(parts) +
-                      f"; machine peak (large torch.mm, every core) {peak:.1f} GFLOP/s → lowerkit at "
-                      f"{gemm.flops / gemm.median('lowerkit') / 1e9 / peak * 100:.0f}% of peak")
+                      f"; a 2048³ torch.mm on every core {reference:.1f} GFLOP/s (a reference, "
+                      "not the machine's peak)")
     slower = [r.model for r in results if r.speedup("lowerkit", "eager") < 1.0]
     if slower:
         console.print(f"[yellow]slower than eager: {', '.join(slower)}")
     if args.json:
-        out = {"target": args.target, "threads": torch.get_num_threads(), "load_average": load,
-               "settle_s": settle,
+        out = {"meta": meta, "target": args.target, "threads": torch.get_num_threads(),
+               "load_average": load, "settle_s": settle,
                "models": [r.to_json() for r in results],
-               "gemm": gemm.to_json() if gemm else None, "peak_gflops": peak}
+               "gemm": gemm.to_json() if gemm else None, "torch_mm_gflops": reference}
         if len(results) > 1:
             out["geomean_vs_eager"] = bench.geomean([r.speedup("lowerkit", "eager") for r in results])
             out["geomean_vs_torch_compile"] = bench.geomean(
