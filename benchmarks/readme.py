@@ -1,0 +1,311 @@
+"""The README's measured figures, generated from the stored runs in ``benchmarks/results/``.
+
+    .venv/bin/python benchmarks/readme.py            # rewrite every generated block of README.md
+    .venv/bin/python benchmarks/readme.py --check    # exit 1 if README.md differs from the results
+    .venv/bin/python benchmarks/readme.py --list     # each block, its files and the commands
+
+Every table of figures in the README sits between ``<!-- results:NAME -->`` and
+``<!-- /results -->`` and is rendered here from the JSON files that the benchmark scripts
+write (``lowerkit bench --json``, ``benchmarks/compile_time.py --json``,
+``benchmarks/call_floor.py --json``), each with its provenance (``lowerkit.bench.run_metadata``:
+commit, CPU model and flags, thread counts, date, command). A block whose files are not stored
+yet renders as a placeholder that names the command producing them. A stored run taken with
+other iree-compile flags for the cpu target than lowerkit's current ``CPU_SPEED_FLAGS`` is
+refused: it does not describe what ``lowerkit.compile`` does now.
+``test/python/test_readme_figures.py`` fails when README.md and this rendering disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+README = ROOT / "README.md"
+REGENERATE = ".venv/bin/python benchmarks/readme.py"
+
+BLOCK_RE = re.compile(r"(<!-- results:(?P<name>[\w-]+) -->)(?P<body>.*?)(<!-- /results -->)",
+                      re.DOTALL)
+
+
+class ResultError(Exception):
+    """A stored result that cannot back a README figure (no provenance, stale flags, bad shape)."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """One generated block: the stored files it reads, the commands writing them, and how it
+    renders them."""
+
+    files: tuple[str, ...]
+    commands: tuple[str, ...]
+    render: Callable[..., str]
+    torch_threads: int | None = None  # what the files' runs must have used, when it matters
+
+
+# -- formatting ---------------------------------------------------------------------------------
+def _num(v: float | None, digits: int = 3) -> str:
+    """``v`` to ``digits`` significant figures, never in exponent form; '-' for none/NaN."""
+    if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "-"
+    if v == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    return f"{v:.{decimals}f}"
+
+
+def _seconds(v: float | None) -> str:
+    return "-" if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+
+def _ratio(v: float | None) -> str:
+    return "-" if v is None or not math.isfinite(v) else f"{v:.2f}×"
+
+
+def geomean(values: list[float]) -> float:
+    values = [v for v in values if v is not None and math.isfinite(v) and v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else math.nan
+
+
+def provenance(path: str, meta: dict) -> str:
+    """One line naming where a stored run comes from."""
+    commit = (meta.get("commit") or "unknown commit")[:10]
+    if meta.get("dirty"):
+        commit += " with uncommitted changes"
+    cpu = meta.get("cpu", {})
+    flags = " ".join(cpu.get("flags") or []) or "no AVX-512/AMX"
+    threads = meta.get("threads", {})
+    load = meta.get("load_average") or [math.nan]
+    return (f"<sub>`{path}`: commit `{commit}`, {meta.get('date', '?')}, "
+            f"{cpu.get('model', '?')} ({flags}), {cpu.get('cores_usable') or cpu.get('cores')} "
+            f"cores, {threads.get('torch', '?')} torch threads, load average "
+            f"{_num(load[0], 2)} at the start; `{meta.get('command', '?')}`</sub>")
+
+
+def load_result(results: Path, name: str) -> dict:
+    """A stored run, after checking it can back a figure of the current code."""
+    path = results / name
+    data = json.loads(path.read_text())
+    meta = data.get("meta")
+    if not meta or not meta.get("commit") or not meta.get("cpu", {}).get("model"):
+        raise ResultError(f"{path}: no provenance (commit, CPU): store runs with the scripts "
+                          "in benchmarks/, which record it")
+    from lowerkit.target import CPU_SPEED_FLAGS
+
+    if meta.get("iree_cpu_flags") != list(CPU_SPEED_FLAGS):
+        raise ResultError(f"{path}: taken with the cpu flags {meta.get('iree_cpu_flags')}, "
+                          f"lowerkit now uses {list(CPU_SPEED_FLAGS)}: run it again")
+    if data.get("partial"):
+        raise ResultError(f"{path}: an interrupted run (partial): run it again")
+    return data
+
+
+# -- zoo (lowerkit bench --json) ------------------------------------------------------------------
+def _slower(data: dict) -> list[str]:
+    return [m["model"] for m in data["models"] if m.get("lowerkit_vs_eager", math.nan) < 1.0]
+
+
+def _zoo_geomeans(data: dict) -> tuple[float, float]:
+    return (geomean([m.get("lowerkit_vs_eager") for m in data["models"]]),
+            geomean([m.get("lowerkit_vs_torch_compile") for m in data["models"]]))
+
+
+def render_zoo(data: dict, path: str) -> str:
+    """Per model: median ms of each contender, the ratios, lowerkit's compile seconds, and the
+    GEMM line's GFLOP/s."""
+    lines = ["| model | eager ms | torch.compile ms | lowerkit ms | × eager | × torch.compile "
+             "| lowerkit compile s, cold / cached |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rows = data["models"] + ([data["gemm"]] if data.get("gemm") else [])
+    for r in rows:
+        m = r["median_ms"]
+        cold, cached = r["compile_cold_s"].get("lowerkit"), r["compile_cached_s"].get("lowerkit")
+        failed = "; ".join(f"{k} failed" for k in r.get("errors") or {})
+        lines.append(f"| {r['model']}{' (' + failed + ')' if failed else ''} "
+                     f"| {_num(m.get('eager'))} | {_num(m.get('torch.compile'))} "
+                     f"| {_num(m.get('lowerkit'))} | {_ratio(r.get('lowerkit_vs_eager'))} "
+                     f"| {_ratio(r.get('lowerkit_vs_torch_compile'))} "
+                     f"| {_seconds(cold)} / {_seconds(cached)} |")
+    ge, gc = _zoo_geomeans(data)
+    lines.append(f"| **geomean, {len(data['models'])} models** | | | | **{_ratio(ge)}** "
+                 f"| **{_ratio(gc)}** | |")
+    out = "\n".join(lines)
+    gemm = data.get("gemm")
+    if gemm and gemm.get("gflops"):
+        rates = ", ".join(f"{k} {_num(v)}" for k, v in gemm["gflops"].items())
+        out += (f"\n\nGEMM line ({gemm['model']}), GFLOP/s: {rates}; a 2048³ `torch.mm` on every "
+                f"core: {_num(data.get('torch_mm_gflops'))} (a reference, not the machine's peak).")
+    return out + "\n\n" + provenance(path, data["meta"])
+
+
+def render_zoo_summary(two: dict, one: dict, paths: tuple[str, str]) -> str:
+    lines = ["| zoo models, batch 1 | models | geomean × eager | geomean × torch.compile "
+             "| slower than eager |", "| --- | ---: | ---: | ---: | --- |"]
+    for label, data, path in (("torch's two threads, like for like", two, paths[0]),
+                              ("one torch thread, lowerkit on every core", one, paths[1])):
+        ge, gc = _zoo_geomeans(data)
+        slower = _slower(data)
+        lines.append(f"| {label} (`{Path(path).name}`) | {len(data['models'])} | {_ratio(ge)} "
+                     f"| {_ratio(gc)} | {len(slower)}{': ' + ', '.join(slower) if slower else ''} |")
+    return "\n".join(lines)
+
+
+# -- compile_time.py --json -------------------------------------------------------------------------
+def render_compile_time(data: dict, path: str) -> str:
+    """Per model, seconds per stage (medians) in each variant, and per-call ms when timed."""
+    variants = data["variants"]
+    out = []
+    for model, per_variant in data["models"].items():
+        stages: list[str] = []
+        for v in variants:
+            stages += [s for s in per_variant[v]["seconds"] if s not in stages and s != "total"]
+        lines = [f"| {model}: seconds, median of {data['repeats']} | " + " | ".join(
+                     f"`{v}`" for v in variants) + " |",
+                 "| --- |" + " ---: |" * len(variants)]
+        for stage in stages + ["total"]:
+            cells = [per_variant[v]["seconds"].get(stage) for v in variants]
+            if stage != "total" and all(c is None or c < 0.05 for c in cells):
+                continue  # stages under 50 ms everywhere: noise at this resolution
+            name = f"**{stage}**" if stage == "total" else stage
+            lines.append(f"| {name} | " + " | ".join(_seconds(c) for c in cells) + " |")
+        if any("per_call_ms" in per_variant[v] for v in variants):
+            lines.append("| per call, ms | " + " | ".join(
+                _num(per_variant[v].get("per_call_ms")) for v in variants) + " |")
+        out.append("\n".join(lines))
+    return "\n\n".join(out) + "\n\n" + provenance(path, data["meta"])
+
+
+# -- call_floor.py --json ---------------------------------------------------------------------------
+def render_call_floor(data: dict, path: str) -> str:
+    lines = [f"| µs a call, medians of {data['rounds']} rounds of {data['calls']} calls "
+             "| in/out | eager | lowerkit | wrap in | invoke | read out | floor | eager − floor |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["models"]:
+        margin = r["eager"] - r["floor"]
+        lines.append(f"| {r['model']} | {r['inputs']}/{r['outputs']} | " + " | ".join(
+            _num(r[k]) for k in ("eager", "lowerkit", "wrap in", "invoke", "read out", "floor"))
+            + f" | {'+' if margin >= 0 else '−'}{_num(abs(margin))} |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
+ZOO_2 = "zoo-cpu-2threads.json"
+ZOO_1 = "zoo-cpu-1thread.json"
+BLOCKS: dict[str, Block] = {
+    "zoo-summary": Block((ZOO_2, ZOO_1), (), render_zoo_summary),
+    "zoo-2threads": Block(
+        (ZOO_2,),
+        (f".venv/bin/lowerkit bench zoo --torch-threads 2 --json benchmarks/results/{ZOO_2}",),
+        render_zoo, torch_threads=2),
+    "zoo-1thread": Block(
+        (ZOO_1,),
+        (f".venv/bin/lowerkit bench zoo --torch-threads 1 --json benchmarks/results/{ZOO_1}",),
+        render_zoo, torch_threads=1),
+    "cpu-flags": Block(
+        ("cpu-flags.json",),
+        (".venv/bin/python benchmarks/compile_time.py resnet18,bert_tiny --repeats 2 --calls 20"
+         " --variant default --variant iree-defaults --variant flags:--iree-opt-const-eval=true"
+         " --json benchmarks/results/cpu-flags.json",),
+        render_compile_time),
+    "compile-time": Block(
+        ("compile-time.json",),
+        (".venv/bin/python benchmarks/compile_time.py resnet18,resnet50 --repeats 3"
+         " --variant default --variant phases --variant flags:--iree-opt-level=O0"
+         " --json benchmarks/results/compile-time.json",),
+        render_compile_time),
+    "call-floor": Block(
+        ("call-floor.json",),
+        (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),
+        render_call_floor),
+}
+
+
+def _commands_for(name: str) -> list[str]:
+    block = BLOCKS[name]
+    if block.commands:
+        return list(block.commands)
+    return [c for other in BLOCKS.values() for c in other.commands
+            if any(f in c for f in block.files)]
+
+
+def render_block(name: str, results: Path = RESULTS) -> str:
+    """The body of block ``name``: its table(s) from the stored files, or a placeholder naming
+    the missing files and the commands that write them."""
+    if name not in BLOCKS:
+        raise ResultError(f"README block 'results:{name}' is not one of {sorted(BLOCKS)}")
+    block = BLOCKS[name]
+    missing = [f for f in block.files if not (results / f).exists()]
+    if missing:
+        body = ("_Not measured yet: no stored run" + ("s " if len(missing) > 1 else " ") + ", ".join(
+            f"`benchmarks/results/{f}`" for f in missing) + ". On a quiet machine:_\n\n"
+            "```bash\n" + "\n".join(_commands_for(name) + [REGENERATE]) + "\n```")
+    else:
+        data = [load_result(results, f) for f in block.files]
+        for f, d in zip(block.files, data):
+            used = d["meta"].get("threads", {}).get("torch")
+            if block.torch_threads is not None and used != block.torch_threads:
+                raise ResultError(f"{results / f}: taken with {used} torch threads, the "
+                                  f"README's '{name}' table is for {block.torch_threads}")
+        paths = tuple(f"benchmarks/results/{f}" for f in block.files)
+        if len(data) == 1:
+            body = block.render(data[0], paths[0])
+        else:
+            body = block.render(*data, paths)
+    return f"\n\n{body}\n\n"
+
+
+def render_readme(text: str, results: Path = RESULTS) -> str:
+    """``text`` with every generated block's body rendered again; each block must appear."""
+    seen = [m["name"] for m in BLOCK_RE.finditer(text)]
+    absent = sorted(set(BLOCKS) - set(seen))
+    if absent:
+        raise ResultError(f"README.md lacks the generated blocks {absent}")
+    twice = sorted({n for n in seen if seen.count(n) > 1})
+    if twice:
+        raise ResultError(f"README.md has the generated blocks {twice} more than once")
+    return BLOCK_RE.sub(lambda m: m[1] + render_block(m["name"], results) + m[4], text)
+
+
+def check(readme: Path = README, results: Path = RESULTS) -> str:
+    """A unified diff from README.md to what the stored results render ('' when they agree)."""
+    text = readme.read_text()
+    return "".join(difflib.unified_diff(
+        text.splitlines(keepends=True), render_readme(text, results).splitlines(keepends=True),
+        str(readme), f"{readme} rendered from {results}"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
+    p.add_argument("--list", action="store_true", help="each block, its files, their commands")
+    p.add_argument("--readme", type=Path, default=README)
+    p.add_argument("--results", type=Path, default=RESULTS)
+    a = p.parse_args(argv)
+    if a.list:
+        for name, block in BLOCKS.items():
+            state = ["stored" if (a.results / f).exists() else "missing" for f in block.files]
+            print(f"{name}: " + ", ".join(f"{f} ({s})" for f, s in zip(block.files, state)))
+            for c in block.commands:
+                print(f"    {c}")
+        return 0
+    try:
+        if a.check:
+            diff = check(a.readme, a.results)
+            sys.stdout.write(diff or f"{a.readme}: every generated block matches {a.results}\n")
+            return 1 if diff else 0
+        a.readme.write_text(render_readme(a.readme.read_text(), a.results))
+    except ResultError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
