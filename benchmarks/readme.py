@@ -49,6 +49,7 @@ class Block:
     commands: tuple[str, ...]
     render: Callable[..., str]
     torch_threads: int | None = None  # what the files' runs must have used, when it matters
+    whole_zoo: bool = False           # the files must time every model `bench zoo` times
 
 
 # -- formatting ---------------------------------------------------------------------------------
@@ -109,6 +110,19 @@ def load_result(results: Path, name: str) -> dict:
 
 
 # -- zoo (lowerkit bench --json) ------------------------------------------------------------------
+def _check_whole_zoo(path: Path, data: dict) -> None:
+    """A zoo table and its geomeans stand for the zoo: a run of some models, or of an older
+    zoo, does not."""
+    from lowerkit.bench import zoo_models
+
+    ran = [m["model"] for m in data["models"]]
+    expected = zoo_models(include_slow=False)
+    if sorted(ran) != sorted(expected):
+        missing, extra = sorted(set(expected) - set(ran)), sorted(set(ran) - set(expected))
+        raise ResultError(f"{path}: not a run of the whole zoo (`lowerkit bench zoo`): "
+                          f"missing {missing}, not in the zoo {extra}: run it again")
+
+
 def _slower(data: dict) -> list[str]:
     return [m["model"] for m in data["models"] if m.get("lowerkit_vs_eager", math.nan) < 1.0]
 
@@ -199,15 +213,15 @@ def render_call_floor(data: dict, path: str) -> str:
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
-    "zoo-summary": Block((ZOO_2, ZOO_1), (), render_zoo_summary),
+    "zoo-summary": Block((ZOO_2, ZOO_1), (), render_zoo_summary, whole_zoo=True),
     "zoo-2threads": Block(
         (ZOO_2,),
         (f".venv/bin/lowerkit bench zoo --torch-threads 2 --json benchmarks/results/{ZOO_2}",),
-        render_zoo, torch_threads=2),
+        render_zoo, torch_threads=2, whole_zoo=True),
     "zoo-1thread": Block(
         (ZOO_1,),
         (f".venv/bin/lowerkit bench zoo --torch-threads 1 --json benchmarks/results/{ZOO_1}",),
-        render_zoo, torch_threads=1),
+        render_zoo, torch_threads=1, whole_zoo=True),
     "cpu-flags": Block(
         ("cpu-flags.json",),
         (".venv/bin/python benchmarks/compile_time.py resnet18,bert_tiny --repeats 2 --calls 20"
@@ -253,6 +267,8 @@ def render_block(name: str, results: Path = RESULTS) -> str:
             if block.torch_threads is not None and used != block.torch_threads:
                 raise ResultError(f"{results / f}: taken with {used} torch threads, the "
                                   f"README's '{name}' table is for {block.torch_threads}")
+            if block.whole_zoo:
+                _check_whole_zoo(results / f, d)
         paths = tuple(f"benchmarks/results/{f}" for f in block.files)
         if len(data) == 1:
             body = block.render(data[0], paths[0])

@@ -344,6 +344,15 @@ def bench_model(name: str, model, args, kwargs=None, *, target: str = "cpu",
         measure(calls, result, rounds=rounds, settle_s=settle_s)
     return result
 
+def zoo_models(include_slow: bool = False) -> list[str]:
+    """The zoo models `lowerkit bench zoo` times: not the GEMM (a line of its own), not the
+    known failures."""
+    from lowerkit.zoo import models
+
+    return [m.name for m in models(include_slow=include_slow)
+            if "gemm" not in m.tags and "known-failure" not in m.tags]
+
+
 # -- the GEMM line -----------------------------------------------------------------------------
 def torch_mm_gflops(n: int = 2048, repeats: int = 5) -> float:
     """GFLOP/s of the best of a few large float32 ``torch.mm`` on every core (whatever

@@ -123,16 +123,24 @@ def test_a_run_without_provenance_or_with_other_flags_is_refused(tmp_path):
             readme.render_block("call-floor", tmp_path)
 
 
-def test_zoo_tables_geomean_slower_models_and_thread_count(tmp_path):
-    (tmp_path / "zoo-cpu-2threads.json").write_text(json.dumps(_zoo_run(2, {"a": 2.0, "b": 8.0, "c": 0.5})))
-    (tmp_path / "zoo-cpu-1thread.json").write_text(json.dumps(_zoo_run(1, {"a": 4.0})))
+def test_zoo_tables_geomean_slower_models_thread_count_and_whole_zoo(tmp_path):
+    zoo = bench.zoo_models()
+    # ratios 2, 8, 0.5, 2, 8, 0.5, ... over the zoo: geomean 2 when their count divides by 3
+    ratios = {name: (2.0, 8.0, 0.5)[i % 3] for i, name in enumerate(zoo[:len(zoo) // 3 * 3])}
+    ratios.update({name: 2.0 for name in zoo[len(ratios):]})
+    slower = [n for n, r in ratios.items() if r < 1]
+    (tmp_path / "zoo-cpu-2threads.json").write_text(json.dumps(_zoo_run(2, ratios)))
+    (tmp_path / "zoo-cpu-1thread.json").write_text(json.dumps(_zoo_run(1, dict.fromkeys(zoo, 4.0))))
     summary = readme.render_block("zoo-summary", tmp_path)
-    assert "| 3 | 2.00× | 4.00× | 1: c |" in summary  # geomean of 2, 8, 0.5; c is slower
-    assert "| 1 | 4.00× | 8.00× | 0 |" in summary
-    assert "| **geomean, 3 models** | | | | **2.00×** | **4.00×** | |" in \
+    assert f"| {len(zoo)} | 2.00× | 4.00× | {len(slower)}: {', '.join(slower)} |" in summary
+    assert f"| {len(zoo)} | 4.00× | 8.00× | 0 |" in summary
+    assert f"| **geomean, {len(zoo)} models** | | | | **2.00×** | **4.00×** | |" in \
         readme.render_block("zoo-2threads", tmp_path)
-    (tmp_path / "zoo-cpu-1thread.json").write_text(json.dumps(_zoo_run(2, {"a": 4.0})))
+    (tmp_path / "zoo-cpu-1thread.json").write_text(json.dumps(_zoo_run(2, dict.fromkeys(zoo, 4.0))))
     with pytest.raises(readme.ResultError, match="taken with 2 torch threads"):
+        readme.render_block("zoo-1thread", tmp_path)
+    (tmp_path / "zoo-cpu-1thread.json").write_text(json.dumps(_zoo_run(1, {zoo[0]: 4.0})))
+    with pytest.raises(readme.ResultError, match=f"not a run of the whole zoo.*{zoo[1]}"):
         readme.render_block("zoo-1thread", tmp_path)
 
 

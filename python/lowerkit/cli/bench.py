@@ -55,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from lowerkit import bench
-    from lowerkit.zoo import ZOO, models
+    from lowerkit.zoo import ZOO
 
     console = Console(width=None if Console().is_terminal else 200)
     if args.torch_threads:
@@ -63,8 +63,7 @@ def main(args: argparse.Namespace) -> int:
     contenders = tuple(c for c in bench.CONTENDERS
                        if not (args.no_torch_compile and c == "torch.compile"))
     if args.model == "zoo":
-        cases = [(m.name, m.make) for m in models(include_slow=args.slow) if "gemm" not in m.tags
-                 and "known-failure" not in m.tags]
+        cases = [(n, ZOO[n].make) for n in bench.zoo_models(include_slow=args.slow)]
     elif all(n in ZOO for n in args.model.split(",")):
         cases = [(n, ZOO[n].make) for n in args.model.split(",")]
     else:
