@@ -76,6 +76,48 @@ def test_key_covers_target_flags_and_pipeline(tmp_path, change):
     assert not art.cache_hit
 
 
+def test_host_cpu_is_resolved_as_iree_compile_resolves_it():
+    from lowerkit.target import resolve_host_cpu
+
+    host = resolve_host_cpu()
+    assert host["cpu"] and host["cpu"] != "host", host
+    features = host["cpu_features"].split(",")
+    assert features and all(f[:1] in "+-" and len(f) > 1 for f in features), features[:5]
+    assert host["target_triple"] and host["data_layout"]
+
+
+def test_two_host_cpus_never_share_an_entry(tmp_path, monkeypatch):
+    """`cpu` compiles for whatever CPU iree-compile finds: a folder shared between machines
+    must key each entry by that CPU, name and features, never by the word "host"."""
+    from lowerkit import target as target_module
+
+    real = target_module.resolve_host_cpu()
+    cpus = {"a": {**real, "cpu": "znver3", "cpu_features": "+avx2,-avx512f"},
+            "b": {**real, "cpu": "sapphirerapids", "cpu_features": "+avx2,+avx512f"},
+            "a-fewer-features": {**real, "cpu": "znver3", "cpu_features": "+avx2,-avx512f,-fma"}}
+    resolved = []
+
+    def on(machine):
+        def resolve(cpu_flags=()):
+            resolved.append(cpu_flags)
+            return cpus[machine]
+        monkeypatch.setattr(target_module, "resolve_host_cpu", resolve)
+
+    cache = CompileCache(tmp_path)
+    fn, args = (lambda x: x * 3 - 1), (torch.randn(4),)
+    hits = {}
+    for machine in ("a", "b", "a-fewer-features", "a"):
+        on(machine)
+        hits.setdefault(machine, []).append(lowerkit.compile(fn, args, cache=cache).cache_hit)
+    assert hits == {"a": [False, True], "b": [False], "a-fewer-features": [False]}
+    assert len(list(tmp_path.glob("*/*.lkc"))) == 3
+    assert set(resolved) == {("--iree-llvmcpu-target-cpu=host",)}
+    # a named CPU does not depend on the machine: its key never asks
+    resolved.clear()
+    assert not lowerkit.compile(fn, args, cache=cache, target="cpu:x86-64").cache_hit
+    assert resolved == []
+
+
 def test_corrupted_entry_is_detected_and_recompiled(tmp_path):
     cache = CompileCache(tmp_path)
     m, args = _linear()
