@@ -6,8 +6,9 @@ kind, name and pass text or Python source), the target, the extra flags, and the
 torch, torch-mlir, IREE and lowerkit. A target compiled for ``host`` (the default ``cpu``) adds
 the CPU iree-compile resolves it to, name and features: a cache folder shared between machines
 (a home on NFS, a CI cache) never hands out code built for another CPU. Entries are written
-atomically (temporary file, then rename), carry a checksum (a corrupted entry is dropped and recompiled), and a per-key file
-lock makes concurrent processes compile a program once and share it.
+atomically (temporary file, then rename), carry a checksum (a corrupted entry is dropped and
+recompiled), and a per-key file lock makes concurrent processes compile a program once and
+share it.
 
 The cache is on by default in ``$LOWERKIT_CACHE_DIR`` (else ``$XDG_CACHE_HOME/lowerkit`` or
 ``~/.cache/lowerkit``); ``LOWERKIT_CACHE_DIR=off`` or ``lowerkit.compile(..., cache=False)``
