@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -155,3 +156,45 @@ def test_concurrent_processes_compile_once(tmp_path):
     assert all(p.returncode == 0 for p in procs)
     assert sorted(outs) == ["HIT", "MISS"]   # the second waited for the first's entry
     assert len(list(tmp_path.glob("*/*.lkc"))) == 1
+
+
+def test_each_test_session_gets_a_fresh_cache_folder(tmp_path):
+    """The suite's conftest gives a session (and its xdist workers) one new folder, removed at
+    the end; an outer LOWERKIT_CACHE_DIR is left alone, and `off` stays off."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path)
+    (tmp_path / "test_where.py").write_text(textwrap.dedent("""
+        import json, os, pytest
+        from lowerkit.cache import default_directory
+
+        @pytest.mark.parametrize("n", [0, 1])
+        def test_where(n):
+            d = default_directory()
+            report = {"dir": str(d), "files": None if d is None else sorted(map(str, d.iterdir()))}
+            with open(os.path.join(os.environ["REPORTS"], f"{n}.json"), "w") as f:
+                json.dump(report, f)
+    """))
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    (outer / "left-by-another-run").write_text("x")
+    env = {k: v for k, v in os.environ.items() if k != "LOWERKIT_TEST_SESSION_CACHE"}
+
+    def session(cache_env, *options):
+        reports = Path(tempfile.mkdtemp(dir=tmp_path, prefix="reports-"))
+        run_env = {**env, "LOWERKIT_CACHE_DIR": cache_env, "REPORTS": str(reports)}
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               *options, "test_where.py"], cwd=tmp_path, env=run_env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return [json.loads((reports / f"{n}.json").read_text()) for n in (0, 1)]
+
+    first, second = session(str(outer), "-n", "2")
+    assert first["dir"] == second["dir"]               # one folder for the session's workers
+    assert first["dir"] != str(outer) and first["files"] == [] and second["files"] == []
+    assert not Path(first["dir"]).exists()             # removed when the session ends
+    assert [p.name for p in outer.iterdir()] == ["left-by-another-run"]
+    off, _ = session("off", "-p", "no:xdist")
+    assert off["dir"] == "None"
