@@ -59,6 +59,10 @@ class Target:
             return driver
         if driver not in self.runtime_drivers:
             have = ", ".join(_device_name(d) for d in self.runtime_drivers)
+            if driver not in IREE_DRIVERS:
+                raise TargetError(
+                    f"unknown device {device!r}; a device is one of {', '.join(DEVICE_DRIVERS)} "
+                    f"or an IREE driver ({', '.join(IREE_DRIVERS)}); this artifact runs on: {have}")
             raise TargetError(
                 f"this artifact was compiled for {self.name!r} and cannot run on {device!r}; "
                 f"it runs on: {have}. Compile with target='{self.name}+{device}' to add it"
@@ -105,6 +109,8 @@ def valid_targets_text() -> str:
 
 # Runtime driver of each device name a user may give (Artifact(device=...), art.to(...)).
 DEVICE_DRIVERS = {"cpu": "local-task", "local": "local-task", "vulkan": "vulkan", "cuda": "cuda"}
+# IREE 3.13's runtime drivers (iree.runtime.query_available_drivers() on Linux).
+IREE_DRIVERS = ("local-task", "local-sync", "vulkan", "cuda", "hip")
 
 
 def _device_name(driver: str) -> str:
