@@ -73,6 +73,7 @@ def compile(
                       iree_phases=iree_phases)
         return verified(art, fn, verify)
     target = Target.parse(target)
+    target.driver_for(device)  # a device the target cannot run on fails before compiling
     pipe = resolve_pipeline(pipeline)
     instruments = list(instruments)
     dump = dump_dir if isinstance(dump_dir, DumpInstrument) else (

@@ -3,9 +3,12 @@
 The key is a hash of the imported program's bytecode (with its constants: two programs that
 differ only in a weight never share an entry), the call signature, the pipeline (each stage's
 kind, name and pass text or Python source), the target, the extra flags, and the versions of
-torch, torch-mlir, IREE and lowerkit. Entries are written atomically (temporary file, then
-rename), carry a checksum (a corrupted entry is dropped and recompiled), and a per-key file
-lock makes concurrent processes compile a program once and share it.
+torch, torch-mlir, IREE and lowerkit. A target compiled for ``host`` (the default ``cpu``) adds
+the CPU iree-compile resolves it to, name and features: a cache folder shared between machines
+(a home on NFS, a CI cache) never hands out code built for another CPU. Entries are written
+atomically (temporary file, then rename), carry a checksum (a corrupted entry is dropped and
+recompiled), and a per-key file lock makes concurrent processes compile a program once and
+share it.
 
 The cache is on by default in ``$LOWERKIT_CACHE_DIR`` (else ``$XDG_CACHE_HOME/lowerkit`` or
 ``~/.cache/lowerkit``); ``LOWERKIT_CACHE_DIR=off`` or ``lowerkit.compile(..., cache=False)``
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
     from .target import Target
 
 ENV = "LOWERKIT_CACHE_DIR"
-KEY_FORMAT = 1                   # bump when the key's recipe changes
+KEY_FORMAT = 2                   # bump when the key's recipe changes
 _MAGIC = b"lowerkit-cache-entry 1\n"
 _OFF = {"0", "off", "false", "no", "none"}
 
@@ -127,6 +130,9 @@ def cache_key(
     flags: Sequence[str] = (),
 ) -> str:
     """The hex digest naming one compilation."""
+    from .target import host_dependent_cpu_flags, resolve_host_cpu
+
+    host_flags = host_dependent_cpu_flags([*target.flags, *flags])
     recipe = {
         "key_format": KEY_FORMAT,
         "signature": signature.to_json(),
@@ -134,6 +140,7 @@ def cache_key(
         "custom_op_lowerings": _custom_op_lowerings(),
         "target": target.to_json(),
         "flags": list(flags),
+        "host_cpu": resolve_host_cpu(host_flags) if host_flags else None,
         "versions": toolchain_versions(),
     }
     h = hashlib.sha256()

@@ -8,6 +8,9 @@ stack dump on a GPU name it does not know.
 
 from __future__ import annotations
 
+import functools
+import re
+import subprocess
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
@@ -56,6 +59,10 @@ class Target:
             return driver
         if driver not in self.runtime_drivers:
             have = ", ".join(_device_name(d) for d in self.runtime_drivers)
+            if driver not in IREE_DRIVERS:
+                raise TargetError(
+                    f"unknown device {device!r}; a device is one of {', '.join(DEVICE_DRIVERS)} "
+                    f"or an IREE driver ({', '.join(IREE_DRIVERS)}); this artifact runs on: {have}")
             raise TargetError(
                 f"this artifact was compiled for {self.name!r} and cannot run on {device!r}; "
                 f"it runs on: {have}. Compile with target='{self.name}+{device}' to add it"
@@ -102,6 +109,8 @@ def valid_targets_text() -> str:
 
 # Runtime driver of each device name a user may give (Artifact(device=...), art.to(...)).
 DEVICE_DRIVERS = {"cpu": "local-task", "local": "local-task", "vulkan": "vulkan", "cuda": "cuda"}
+# IREE 3.13's runtime drivers (iree.runtime.query_available_drivers() on Linux).
+IREE_DRIVERS = ("local-task", "local-sync", "vulkan", "cuda", "hip")
 
 
 def _device_name(driver: str) -> str:
@@ -122,6 +131,41 @@ def cpu(arch: str = "") -> Target:
             *CPU_SPEED_FLAGS,
         ),
     )
+
+
+HOST = "host"
+_LLVMCPU_FLAG = "--iree-llvmcpu-target-"
+_EXECUTABLE_TARGET = re.compile(r'#hal\.executable\.target<"llvm-cpu", "[^"]*", \{(.*?)\}>')
+_TARGET_FIELD = re.compile(r'\b(cpu|cpu_features|target_triple|data_layout) = "([^"]*)"')
+
+
+def host_dependent_cpu_flags(flags: Iterable[str]) -> tuple[str, ...]:
+    """The ``--iree-llvmcpu-target-*`` flags among ``flags`` when one of them says ``host``
+    (the code then depends on the machine that compiles it); empty otherwise."""
+    cpu_flags = tuple(f for f in flags if f.startswith(_LLVMCPU_FLAG))
+    if any(f.split("=", 1)[-1] == HOST for f in cpu_flags):
+        return cpu_flags
+    return ()
+
+
+@functools.lru_cache(maxsize=None)
+def resolve_host_cpu(cpu_flags: tuple[str, ...] = (f"{_LLVMCPU_FLAG}cpu={HOST}",)) -> dict:
+    """What iree-compile makes of ``host`` under ``cpu_flags``: the LLVM CPU name, its
+    features, triple and data layout, read off the executable target it builds for a one-op
+    module (the same resolution its real compiles do). About 0.25 s of iree-compile, so
+    cached per process."""
+    from iree.compiler.tools.binaries import find_tool
+
+    cmd = [find_tool("iree-compile"), "-", "--compile-to=preprocessing",
+           "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
+           *cpu_flags]
+    program = "func.func @f(%a: tensor<1xf32>) -> tensor<1xf32> { return %a : tensor<1xf32> }"
+    proc = subprocess.run(cmd, input=program, capture_output=True, text=True, timeout=120)
+    found = _EXECUTABLE_TARGET.search(proc.stdout)
+    if proc.returncode != 0 or found is None:
+        raise TargetError(f"iree-compile could not resolve the host CPU for {list(cpu_flags)} "
+                          f"(exit status {proc.returncode}): {proc.stderr.strip()[:400]}")
+    return dict(_TARGET_FIELD.findall(found.group(1)))
 
 
 # Measured on the zoo at batch 1 (issue 7, `lowerkit bench zoo`): O3, data tiling (packed

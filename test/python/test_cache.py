@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -76,6 +77,48 @@ def test_key_covers_target_flags_and_pipeline(tmp_path, change):
     assert not art.cache_hit
 
 
+def test_host_cpu_is_resolved_as_iree_compile_resolves_it():
+    from lowerkit.target import resolve_host_cpu
+
+    host = resolve_host_cpu()
+    assert host["cpu"] and host["cpu"] != "host", host
+    features = host["cpu_features"].split(",")
+    assert features and all(f[:1] in "+-" and len(f) > 1 for f in features), features[:5]
+    assert host["target_triple"] and host["data_layout"]
+
+
+def test_two_host_cpus_never_share_an_entry(tmp_path, monkeypatch):
+    """`cpu` compiles for whatever CPU iree-compile finds: a folder shared between machines
+    must key each entry by that CPU, name and features, never by the word "host"."""
+    from lowerkit import target as target_module
+
+    real = target_module.resolve_host_cpu()
+    cpus = {"a": {**real, "cpu": "znver3", "cpu_features": "+avx2,-avx512f"},
+            "b": {**real, "cpu": "sapphirerapids", "cpu_features": "+avx2,+avx512f"},
+            "a-fewer-features": {**real, "cpu": "znver3", "cpu_features": "+avx2,-avx512f,-fma"}}
+    resolved = []
+
+    def on(machine):
+        def resolve(cpu_flags=()):
+            resolved.append(cpu_flags)
+            return cpus[machine]
+        monkeypatch.setattr(target_module, "resolve_host_cpu", resolve)
+
+    cache = CompileCache(tmp_path)
+    fn, args = (lambda x: x * 3 - 1), (torch.randn(4),)
+    hits = {}
+    for machine in ("a", "b", "a-fewer-features", "a"):
+        on(machine)
+        hits.setdefault(machine, []).append(lowerkit.compile(fn, args, cache=cache).cache_hit)
+    assert hits == {"a": [False, True], "b": [False], "a-fewer-features": [False]}
+    assert len(list(tmp_path.glob("*/*.lkc"))) == 3
+    assert set(resolved) == {("--iree-llvmcpu-target-cpu=host",)}
+    # a named CPU does not depend on the machine: its key never asks
+    resolved.clear()
+    assert not lowerkit.compile(fn, args, cache=cache, target="cpu:x86-64").cache_hit
+    assert resolved == []
+
+
 def test_corrupted_entry_is_detected_and_recompiled(tmp_path):
     cache = CompileCache(tmp_path)
     m, args = _linear()
@@ -113,3 +156,45 @@ def test_concurrent_processes_compile_once(tmp_path):
     assert all(p.returncode == 0 for p in procs)
     assert sorted(outs) == ["HIT", "MISS"]   # the second waited for the first's entry
     assert len(list(tmp_path.glob("*/*.lkc"))) == 1
+
+
+def test_each_test_session_gets_a_fresh_cache_folder(tmp_path):
+    """The suite's conftest gives a session (and its xdist workers) one new folder, removed at
+    the end; an outer LOWERKIT_CACHE_DIR is left alone, and `off` stays off."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path)
+    (tmp_path / "test_where.py").write_text(textwrap.dedent("""
+        import json, os, pytest
+        from lowerkit.cache import default_directory
+
+        @pytest.mark.parametrize("n", [0, 1])
+        def test_where(n):
+            d = default_directory()
+            report = {"dir": str(d), "files": None if d is None else sorted(map(str, d.iterdir()))}
+            with open(os.path.join(os.environ["REPORTS"], f"{n}.json"), "w") as f:
+                json.dump(report, f)
+    """))
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    (outer / "left-by-another-run").write_text("x")
+    env = {k: v for k, v in os.environ.items() if k != "LOWERKIT_TEST_SESSION_CACHE"}
+
+    def session(cache_env, *options):
+        reports = Path(tempfile.mkdtemp(dir=tmp_path, prefix="reports-"))
+        run_env = {**env, "LOWERKIT_CACHE_DIR": cache_env, "REPORTS": str(reports)}
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               *options, "test_where.py"], cwd=tmp_path, env=run_env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return [json.loads((reports / f"{n}.json").read_text()) for n in (0, 1)]
+
+    first, second = session(str(outer), "-n", "2")
+    assert first["dir"] == second["dir"]               # one folder for the session's workers
+    assert first["dir"] != str(outer) and first["files"] == [] and second["files"] == []
+    assert not Path(first["dir"]).exists()             # removed when the session ends
+    assert [p.name for p in outer.iterdir()] == ["left-by-another-run"]
+    off, _ = session("off", "-p", "no:xdist")
+    assert off["dir"] == "None"

@@ -99,7 +99,12 @@ def test_iree_phases_are_asked_for():
 
     seen = lowerkit.compile(model, args, cache=False, iree_phases=True)
     assert [p["name"] for p in seen.compile_stats["phases"]] == list(PHASES)
-    assert torch.equal(seen(*args), plain(*args))
+    # printing the phases changes nothing that is compiled, and both answers are eager's
+    assert seen.vmfb == plain.vmfb
+    with torch.no_grad():
+        expected = model(*args)
+    for art in (plain, seen):
+        torch.testing.assert_close(art(*args), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_dump_cli(tmp_path, capsys):

@@ -1,9 +1,7 @@
 """Regressions found by lowerkit's differential fuzzer (`lowerkit.fuzz`), each minimised.
 
-Each test is the minimal program as the fuzzer printed it. A defect not yet fixed in the
-default pipeline is ``xfail(strict=True)``, so that a fix shows up as an XPASS to remove the
-mark; where lowerkit has a fix pass not yet wired into ``torch-to-linalg``, a second test runs
-the program through the default pipeline with that pass added in front.
+Each test is the minimal program as the fuzzer printed it, compiled through the default
+pipeline (``torch-to-linalg``, which holds each fix pass) and compared with eager.
 """
 
 from __future__ import annotations
@@ -13,28 +11,12 @@ import torch
 import torch.nn.functional as F
 
 import lowerkit
-from lowerkit.api import resolve_pipeline
 from lowerkit.numerics import compare
-from lowerkit.passes import empty_cat, empty_results, pool_overhang, unit_slices
 
 
 def assert_matches_eager(got, expected, rtol=1e-4, atol=1e-4):
     result = compare(got, expected, rtol=rtol, atol=atol)
     assert result.ok, result.message
-
-
-def _with_pass(module) -> lowerkit.Pipeline:
-    """The default pipeline with one of lowerkit's pass modules run first, unless it is there."""
-    base = resolve_pipeline(None)
-    stages = list(base.stages)
-    if not any(s.name == module.NAME for s in stages):
-        stages.insert(0, lowerkit.PythonPassStage(module.NAME, module.run,
-                                                  description=module.__doc__.splitlines()[0]))
-    return lowerkit.Pipeline(f"{base.name}-with-{module.NAME}", stages)
-
-
-def _wired(module) -> bool:
-    return any(s.name == module.NAME for s in resolve_pipeline(None).stages)
 
 
 # -- cat of operands that are all empty along the joined dim ---------------------------------
@@ -52,17 +34,9 @@ CAT_CASES = [(cat_of_empty, torch.zeros(0, 4, dtype=torch.bool)),
              (cat_of_empty_slices, torch.ones(2, 4))]
 
 
-@pytest.mark.xfail(not _wired(empty_cat), strict=True,
-                   reason="fold-empty-cat not yet in torch-to-linalg: tensor.concat of no inputs")
 @pytest.mark.parametrize("fn,x", CAT_CASES, ids=["bool-0x4", "sliced-to-empty"])
 def test_cat_of_empty_operands(fn, x):
     art = lowerkit.compile(fn, (x,))
-    assert_matches_eager(art(x), fn(x))
-
-
-@pytest.mark.parametrize("fn,x", CAT_CASES, ids=["bool-0x4", "sliced-to-empty"])
-def test_cat_of_empty_operands_with_fold_empty_cat(fn, x):
-    art = lowerkit.compile(fn, (x,), pipeline=_with_pass(empty_cat), cache=False)
     assert_matches_eager(art(x), fn(x))
 
 
@@ -86,17 +60,9 @@ VIEW_CASES = [(flatten_empty, (torch.ones(0, 3),)), (view_empty, (torch.ones(2, 
 VIEW_IDS = ["flatten-0x3", "view-2x0", "matmul-1x1x1-1x0"]
 
 
-@pytest.mark.xfail(not _wired(empty_results), strict=True,
-                   reason="replace-empty-results not yet in torch-to-linalg: SIGFPE in torch-mlir")
 @pytest.mark.parametrize("fn,args", VIEW_CASES, ids=VIEW_IDS)
 def test_view_of_empty_tensor(fn, args):
     art = lowerkit.compile(fn, args)
-    assert_matches_eager(art(*args), fn(*args))
-
-
-@pytest.mark.parametrize("fn,args", VIEW_CASES, ids=VIEW_IDS)
-def test_view_of_empty_tensor_with_replace_empty_results(fn, args):
-    art = lowerkit.compile(fn, args, pipeline=_with_pass(empty_results), cache=False)
     assert_matches_eager(art(*args), fn(*args))
 
 
@@ -133,20 +99,10 @@ POOL_CASES = [(pool_overhang_1d, (1, 2, 1)), (pool_overhang_2d, (1, 1, 1, 1)),
 POOL_IDS = ["1d", "2d", "stride-skips-tail", "f16-window-past-padding", "ceil-windows-fit"]
 
 
-@pytest.mark.xfail(not _wired(pool_overhang), strict=True,
-                   reason="pad-pool-overhang not yet in torch-to-linalg: iree-compile verifier "
-                   "error on a ceil_mode pooling window that overhangs the input")
 @pytest.mark.parametrize("fn,shape", POOL_CASES, ids=POOL_IDS)
 def test_ceil_mode_pool_window_overhang(fn, shape):
     x = torch.randn(shape, dtype=torch.float16 if fn is pool_window_past_padding else torch.float32)
     art = lowerkit.compile(fn, (x,))
-    assert_matches_eager(art(x), fn(x))
-
-
-@pytest.mark.parametrize("fn,shape", POOL_CASES, ids=POOL_IDS)
-def test_ceil_mode_pool_window_overhang_with_pad_pool_overhang(fn, shape):
-    x = torch.randn(shape, dtype=torch.float16 if fn is pool_window_past_padding else torch.float32)
-    art = lowerkit.compile(fn, (x,), pipeline=_with_pass(pool_overhang), cache=False)
     assert_matches_eager(art(x), fn(x))
 
 
@@ -160,9 +116,6 @@ def strided_slice_and_its_use(a):  # a: [1, 1, 1, 2] int64
     return (v1, v2)
 
 
-@pytest.mark.xfail(not _wired(unit_slices), strict=True,
-                   reason="iree-compile: mismatch of result layout for a strided slice returned "
-                   "beside its use (normalize-unit-slices not in the default pipeline)")
 def test_strided_slice_returned_beside_its_use():
     a = torch.arange(2).reshape(1, 1, 1, 2)
     art = lowerkit.compile(strided_slice_and_its_use, (a,))
@@ -297,11 +250,8 @@ def test_adaptive_max_pool_uneven_windows(name, fn, shape, dtype):
 # unbatched [7, 3, 7] input pooled to 2x2 was off by 0.64 on vulkan:llvmpipe, right on CPU
 # (fuzzer seed 20261124, programs 406 and 748-749). lowerkit.decompositions pools with two
 # small averaging matmuls instead.
-_TARGETS = ["cpu"] + (["vulkan:llvmpipe"]
-                      if "vulkan" in __import__("lowerkit.runtime").runtime.usable_drivers() else [])
-
-
-@pytest.mark.parametrize("target", _TARGETS)
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["cpu", "vulkan:llvmpipe"])
 @pytest.mark.parametrize("shape,out", [((7, 3, 7), 2), ((2, 3, 5, 7), (3, 2)), ((1, 2, 3, 3), 5)],
                          ids=["unbatched", "batched-3x2", "upsampling"])
 def test_uneven_adaptive_avg_pool(shape, out, target):
@@ -357,13 +307,11 @@ def test_negative_pad_fuzz_program():
 # dim -3 last and back; IREE's SPIR-V code for one of those transposes, fused with the f16->f32
 # cast, wrote workgroup memory and read it back with no barrier between. The scan now shifts
 # along the dim itself, with no transposes.
-def test_float16_cumsum_over_an_outer_dim_on_llvmpipe():
-    from lowerkit.runtime import usable_drivers
-
-    if "vulkan" not in usable_drivers():
-        pytest.skip("no Vulkan device here")
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe"])
+def test_float16_cumsum_over_an_outer_dim_on_llvmpipe(target):
     b = (torch.arange(80, dtype=torch.float32).reshape(4, 4, 5, 1) % 7 - 3).half()
-    art = lowerkit.compile(lambda b: torch.cumsum(b, -3), (b,), target="vulkan:llvmpipe")
+    art = lowerkit.compile(lambda b: torch.cumsum(b, -3), (b,), target=target)
     assert_matches_eager(art(b), torch.cumsum(b, -3), rtol=1e-2, atol=1e-2)
 
 

@@ -141,9 +141,25 @@ def test_cuda_input_runs_on_cpu_artifact(art):
     assert compare(out, _f(x, y)).ok
 
 
-def test_unknown_device_is_a_clear_error():
-    with pytest.raises(lowerkit.LowerkitError):
-        lowerkit.compile(_f, (torch.randn(3, 4), torch.randn(3, 4)), device="no-such-device")
+def test_unknown_device_is_a_clear_error(monkeypatch):
+    from lowerkit import compiler
+
+    def refuse(*a, **k):
+        raise AssertionError("compiled before the device name was checked")
+
+    monkeypatch.setattr(compiler, "compile_to_vmfb", refuse)
+    args = (torch.randn(3, 4), torch.randn(3, 4))
+    with pytest.raises(lowerkit.TargetError) as info:
+        lowerkit.compile(_f, args, device="no-such-device", cache=False)
+    assert str(info.value) == (
+        "unknown device 'no-such-device'; a device is one of cpu, local, vulkan, cuda or an IREE "
+        "driver (local-task, local-sync, vulkan, cuda, hip); this artifact runs on: cpu")
+    # a real device the artifact was not compiled for says how to add it
+    with pytest.raises(lowerkit.TargetError) as info:
+        lowerkit.compile(_f, args, device="vulkan", cache=False)
+    assert str(info.value) == (
+        "this artifact was compiled for 'cpu' and cannot run on 'vulkan'; it runs on: cpu. "
+        "Compile with target='cpu+vulkan' to add it")
 
 
 def test_concurrent_calls_from_four_threads(art):

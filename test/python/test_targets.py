@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -70,11 +76,44 @@ def test_multi_device_target_flags():
         Target.parse("cpu+cuda:sm_90")
 
 
-@pytest.mark.parametrize("spec", ["cuda:sm_80", "cuda:sm_90", "vulkan:rdna3"])
+def _embedded_strings(vmfb: bytes, tmp_path) -> list[str]:
+    """The short strings a vmfb embeds (device ids, executable formats), as iree-dump-module
+    lists them."""
+    path = tmp_path / "module.vmfb"
+    path.write_bytes(vmfb)
+    tool = shutil.which("iree-dump-module", path=os.path.dirname(sys.executable))
+    assert tool, "iree-dump-module not found beside the interpreter"
+    out = subprocess.run([tool, "--output=metadata", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    return re.findall(r"^\s*\.rodata\[\s*\d+\] embedded\s+\d+ bytes `([^`]*)`$", out, re.M)
+
+
+# device id, executable format, and what the executable itself must say about its GPU
+GPU_CODE = {
+    "cuda:sm_80": ("cuda", "cuda-nvptx-fb", [b".target sm_80\n"]),
+    "cuda:sm_90": ("cuda", "cuda-nvptx-fb", [b".target sm_90\n"]),
+    "vulkan:rdna3": ("vulkan", "vulkan-spirv-fb", [b"\x03\x02\x23\x07"]),  # SPIR-V's magic
+}
+
+
+@pytest.mark.parametrize("spec", sorted(GPU_CODE))
 def test_gpu_targets_compile_without_a_device(spec, tmp_path):
     fn, args = _tiny()
     art = lowerkit.compile(fn, args, target=spec, cache=tmp_path)
-    assert art.vmfb and art.target.name == spec
+    assert art.target.name == spec
+    device, executable_format, code = GPU_CODE[spec]
+    strings = _embedded_strings(art.vmfb, tmp_path)
+    assert device in strings and executable_format in strings, strings
+    assert [s for s in strings if s.endswith("-fb")] == [executable_format], strings
+    missing = [needle for needle in code if needle not in art.vmfb]
+    assert not missing, f"not in the {spec} vmfb: {missing}"
+    # the GPU it was compiled for, as IREE's device attribute (kept in the module) names it
+    arch = spec.split(":")[1].encode()
+    archs = set(re.findall(rb'#iree_gpu\.target<arch = "([^"]*)"', art.vmfb))
+    assert archs == {arch}, archs
+    if spec.startswith("cuda"):
+        ptx_targets = set(re.findall(rb"\.target (sm_\d+)", art.vmfb))
+        assert ptx_targets == {arch}, ptx_targets
     if art.target.driver not in usable_drivers():
         # the device is opened at the first call, and its absence is a clear TargetError
         with pytest.raises(lowerkit.TargetError, match=art.target.driver):
