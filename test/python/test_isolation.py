@@ -6,10 +6,13 @@ becomes a StageError and the interpreter lives on."""
 from __future__ import annotations
 
 import os
+import platform
 import shlex
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 EMPTY_VIEW = """
 func.func @main(%arg0: !torch.vtensor<[0,3],f32>) -> !torch.vtensor<[0],f32> {
@@ -42,7 +45,9 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_a_segfaulting_pass_pipeline_is_a_stage_error_and_the_interpreter_lives_on(tmp_path):
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                    reason="integer division by zero traps (SIGFPE) only on x86")
+def test_a_crashing_pass_pipeline_is_a_stage_error_and_the_interpreter_lives_on(tmp_path):
     env = {**os.environ, "LOWERKIT_REPRO_DIR": str(tmp_path)}
     env.pop("LOWERKIT_ISOLATE", None)
     proc = subprocess.run([sys.executable, "-c", SCRIPT, EMPTY_VIEW], capture_output=True,

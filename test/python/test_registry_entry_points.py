@@ -18,7 +18,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / "lit" / "Inputs" / "entry_po
 @pytest.fixture
 def demo_package_on_path(monkeypatch):
     monkeypatch.syspath_prepend(str(PACKAGE_DIR))
-    # a fresh registry per group below; keep the process's own registries free of the demo
+    # the tests make fresh registries; the process's own ones stay free of the demo
     import lowerkit.registry as registry
 
     for kind in ("passes", "pipelines", "dialects"):
@@ -44,6 +44,7 @@ def test_the_pipeline_from_an_entry_point_runs(demo_package_on_path, monkeypatch
 
     # the demo's pipeline looks its pass up in lowerkit.registry.passes: read the group there
     monkeypatch.setattr(registry.passes, "_lazy", dict(registry.passes._lazy))
+    monkeypatch.setattr(registry.passes, "_factories", dict(registry.passes._factories))
     monkeypatch.setattr(registry.passes, "_entry_points_loaded", False)
     pipeline = Registry("pipelines", {}).get("epdemo-pipeline")
     assert isinstance(pipeline, Pipeline)
