@@ -1,5 +1,6 @@
 """PDLStage given the path of a PDL pattern file (the README's "text, a .mlir path, or a
-builder"): the file's patterns are applied; a missing file is a StageError naming the stage."""
+builder"), as a Path or a string: the file's patterns are applied; a missing file is a
+StageError naming the stage and the file."""
 
 from __future__ import annotations
 
@@ -23,11 +24,12 @@ func.func @f(%y: f32, %z: f32) -> f32 {
 """
 
 
-def test_patterns_are_read_from_a_path(tmp_path):
+@pytest.mark.parametrize("as_type", [Path, str], ids=["Path", "str"])
+def test_patterns_are_read_from_a_path(tmp_path, as_type):
     pdl_file = tmp_path / "double_negation.mlir"
     pdl_file.write_text(DOUBLE_NEGATION_PDL)
     module = ir.Module.parse(INPUT, ir.Context())
-    out = str(PDLStage("fold-double-negation-file", pdl_file)(module))
+    out = str(PDLStage("fold-double-negation-file", as_type(pdl_file))(module))
     assert out.count("arith.negf") == 1 and "arith.negf %arg1" in out
     assert "arith.addf %arg0, %0" in out
 
