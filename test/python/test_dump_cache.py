@@ -1,5 +1,5 @@
-"""A compile with a dump never reads or writes the compile cache: a dump shows a compilation,
-so it must run one, and it must not store code that a dump's flags made."""
+"""A compile with a dump or an instrument never reads or writes the compile cache: both watch
+a compilation, so one must run, and a dump's flags must not make what the cache stores."""
 
 from __future__ import annotations
 
@@ -35,3 +35,23 @@ def test_dump_neither_reads_nor_writes_the_cache(tmp_path):
     assert any((tmp_path / "second").glob("*-iree-vm.mlir"))
     assert any((tmp_path / "second").glob("*-module.vmfb"))
     torch.testing.assert_close(dumped(*args), model(*args), rtol=1e-5, atol=1e-6)
+
+
+class _StageNames(lowerkit.Instrument):
+    def __init__(self):
+        self.seen = []
+
+    def after_stage(self, stage, module, record):
+        self.seen.append(stage.name)
+
+
+def test_an_instrument_sees_every_stage_although_the_cache_holds_the_program(tmp_path):
+    model, args = _model()
+    cache = CompileCache(tmp_path / "cache")
+    lowerkit.compile(model, args, cache=cache)
+    assert cache.stats.stores == 1
+
+    names = _StageNames()
+    art = lowerkit.compile(model, args, cache=cache, instruments=[names])
+    assert not art.cache_hit and cache.stats.hits == 0 and cache.stats.stores == 1
+    assert {"torch-backend-contract", "linalg-on-tensors"} <= set(names.seen)
