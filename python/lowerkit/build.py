@@ -50,14 +50,17 @@ class Build(enum.Enum):
 
 
 def parse_module_source(build: "Build", source: Any, context: Any) -> Any:
-    """A module from MLIR text, a ``.mlir`` Path, or a Python builder ``f(context)``: how
+    """A module from MLIR text, a ``.mlir`` path (a Path, or a string such as
+    ``"patterns.mlir"``, which MLIR text never is), or a Python builder ``f(context)``: how
     PDL pattern modules and transform scripts are given to stages."""
+    import os
     from pathlib import Path
 
     if callable(source):
         return source(context)
-    if isinstance(source, Path):
-        source = source.read_text()
+    if isinstance(source, os.PathLike) or (
+            isinstance(source, str) and "\n" not in source and source.endswith(".mlir")):
+        source = Path(source).read_text()
     return build.ir.Module.parse(source, context)
 
 

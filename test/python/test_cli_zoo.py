@@ -1,0 +1,76 @@
+"""``lowerkit zoo``: the coverage run over zoo models, its table, JSON and exit status."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import lowerkit.zoo as zoo
+from lowerkit.cli import main as cli_main
+from lowerkit.zoo import ZooModel
+
+
+class _Bessel(torch.nn.Module):
+    def forward(self, x):
+        return torch.special.bessel_j0(x) + 1  # torch-mlir has no lowering for bessel_j0
+
+
+class _TestEntry(ZooModel):
+    """A zoo entry whose factory lives in this file (zoo entries import lowerkit.zoo.*)."""
+
+    @property
+    def factory(self):
+        return lambda: (_Bessel(), (torch.rand(4),))
+
+
+@pytest.fixture
+def zoo_with_a_failing_model(monkeypatch):
+    def add(*tags):
+        entry = _TestEntry("lk_bessel", "test:lk_bessel", "ops", frozenset(tags))
+        monkeypatch.setitem(zoo.ZOO, entry.name, entry)
+        return entry.name
+    return add
+
+
+def _rows(out: str) -> dict[str, str]:
+    return {line.split("│")[1].strip(): line for line in out.splitlines()
+            if line.startswith("│") and line.split("│")[1].strip() in zoo.ZOO}
+
+
+def test_small_models_match_eager(tmp_path, capsys):
+    report = tmp_path / "zoo.json"
+    assert cli_main(["zoo", "mlp", "nonpersistent_buffer", "--json", str(report)]) == 0
+    out = capsys.readouterr().out
+    rows = _rows(out)
+    assert set(rows) == {"mlp", "nonpersistent_buffer"}
+    assert all("check ✓" in row for row in rows.values()), out
+    assert "2/2 models match eager on cpu" in out
+    results = {r["name"]: r for r in json.loads(report.read_text())}
+    for name in ("mlp", "nonpersistent_buffer"):
+        r = results[name]
+        assert r["ok"] and r["stage"] == "check" and r["compile_seconds"] > 0
+        assert 0 <= r["max_abs_error"] <= zoo.ZOO[name].atol
+
+
+def test_a_failing_model_is_reported_and_fails_the_run(zoo_with_a_failing_model, capsys, tmp_path):
+    name = zoo_with_a_failing_model()
+    report = tmp_path / "zoo.json"
+    assert cli_main(["zoo", "mlp", name, "--json", str(report)]) == 1
+    out = capsys.readouterr().out
+    rows = _rows(out)
+    assert "check ✓" in rows["mlp"]
+    assert "torch-backend-contract ✗" in rows[name] and "(known)" not in rows[name]
+    assert "1/2 models match eager on cpu" in out
+    failed = {r["name"]: r for r in json.loads(report.read_text())}[name]
+    assert not failed["ok"] and failed["stage"] == "torch-backend-contract"
+    assert "StageError" in failed["message"] and "bessel_j0" in failed["message"]
+
+
+def test_a_known_failure_does_not_fail_the_run(zoo_with_a_failing_model, capsys):
+    name = zoo_with_a_failing_model("known-failure")
+    assert cli_main(["zoo", name]) == 0
+    out = capsys.readouterr().out
+    assert "torch-backend-contract ✗ (known)" in _rows(out)[name]
+    assert "0/1 models match eager on cpu" in out
