@@ -96,6 +96,9 @@ def pipeline_fingerprint(pipeline: "Pipeline") -> list:
 
 def _describe(value: Any) -> Any:
     """A stable text for a stage's field: source code for functions, values for the rest."""
+    if isinstance(value, os.PathLike) or (
+            isinstance(value, str) and "\n" not in value and value.endswith(".mlir")):
+        return _describe_file(Path(value))  # a PDL or transform script given by path
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     if hasattr(value, "value") and type(value).__module__.startswith("lowerkit"):
@@ -112,6 +115,15 @@ def _describe(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _describe(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     return repr(value)
+
+
+def _describe_file(path: Path) -> dict:
+    """A stage that reads a file when it runs is keyed by what the file holds, not its name:
+    an edited script must never be answered with code compiled from the old one."""
+    try:
+        return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    except OSError as e:
+        return {"path": str(path), "unreadable": e.strerror or type(e).__name__}
 
 
 def _custom_op_lowerings() -> dict:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from pathlib import Path
 import time
 
 import pytest
@@ -198,3 +199,19 @@ def test_each_test_session_gets_a_fresh_cache_folder(tmp_path):
     assert [p.name for p in outer.iterdir()] == ["left-by-another-run"]
     off, _ = session("off", "-p", "no:xdist")
     assert off["dir"] == "None"
+
+
+@pytest.mark.parametrize("as_type", [Path, str], ids=["Path", "str"])
+def test_a_script_given_by_path_is_keyed_by_what_it_holds(tmp_path, as_type):
+    """A PDL or transform file is read when its stage runs: editing it must change the key
+    (it held the file's name only, so an edited script got the old script's code)."""
+    from lowerkit.cache import pipeline_fingerprint
+    from lowerkit.pipelines.stage_kinds import DOUBLE_NEGATION_PDL
+
+    script = tmp_path / "patterns.mlir"
+    script.write_text(DOUBLE_NEGATION_PDL)
+    pipeline = lowerkit.Pipeline("p", [lowerkit.PDLStage("fold", as_type(script))])
+    before = pipeline_fingerprint(pipeline)
+    assert before == pipeline_fingerprint(pipeline)  # stable while the file is unchanged
+    script.write_text(DOUBLE_NEGATION_PDL.replace("arith.negf", "arith.negf ", 1))
+    assert pipeline_fingerprint(pipeline) != before
