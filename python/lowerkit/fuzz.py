@@ -23,7 +23,6 @@ default, float16's looser tolerance only for outputs that depend on a float16 va
 from __future__ import annotations
 
 import os
-import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
