@@ -221,9 +221,14 @@ def test_a_pure_f32_output_keeps_f32s_tolerance_beside_f16(monkeypatch):
 # -- the sweeps ------------------------------------------------------------------------------
 # The least share of programs that must pass (compile and match eager) in each CI sweep, a
 # little under what was measured: a lowerkit that refuses most programs fails the sweep even
-# though refusals are not failures. Measured 2026-11-25 on this code (LOWERKIT_FUZZ_CI_EXAMPLES
-# unset: 200 programs on cpu, 40 on each Vulkan target):
-CI_FLOORS = {"cpu": 0.95, "vulkan:llvmpipe": 0.95, "vulkan": 0.90}
+# though refusals are not failures. Measured 2026-11-25 on commit 01d93e3 (2-core machine, cold
+# cache; `pytest -p no:xdist test/python/test_fuzz.py -k fuzz_ci`, 19 min):
+#   cpu             200 programs: passed 200, unsupported 0, wrong 0, crash 0, error 0 (100 %)
+#   vulkan:llvmpipe  40 programs: passed 40,  unsupported 0, wrong 0, crash 0, error 0 (100 %)
+#   vulkan           40 programs: passed 40,  unsupported 0, wrong 0, crash 0, error 0 (100 %)
+# The portable "vulkan" floor is lower: it refuses int64 arithmetic (UnsupportedError), 50 of
+# 1610 random programs (3 %) in the long run the README cites; a sample of 40 may hold more.
+CI_FLOORS = {"cpu": 0.97, "vulkan:llvmpipe": 0.95, "vulkan": 0.90}
 
 
 def _ci_sweep(target: str, examples: int, capsys) -> None:
