@@ -637,7 +637,8 @@ def journal_header(**run: Any) -> dict:
         commit = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True,
                                 text=True, timeout=10).stdout.strip() or None
         if commit:
-            dirty = bool(subprocess.run(["git", "-C", here, "status", "--porcelain", "--", "."],
+            dirty = bool(subprocess.run(["git", "-C", here, "status", "--porcelain",
+                                         "--untracked-files=no"],
                                         capture_output=True, text=True, timeout=10).stdout.strip())
     except (OSError, subprocess.SubprocessError):
         pass
