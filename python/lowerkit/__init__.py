@@ -20,6 +20,7 @@ from .errors import (
     RegistryError,
     StageError,
     TargetError,
+    UnsupportedError,
     VerificationError,
 )
 from .ingress import ImportedProgram, import_program
@@ -44,7 +45,7 @@ __all__ = [
     "ImportedProgram", "IngressError", "InputError", "Instrument", "Lowering", "LowerkitError",
     "OpDiagnostic", "PassPipelineStage", "Pipeline", "PythonPassStage", "Registry",
     "PipelineError", "RegistryError", "Stage", "StageError", "StageRecord", "Target", "TargetError",
-    "TensorSpec", "VerificationError", "compile", "import_program", "op_histogram", "registry", "resolve_pipeline",
+    "TensorSpec", "UnsupportedError", "VerificationError", "compile", "import_program", "op_histogram", "registry", "resolve_pipeline",
     "ConversionStage", "GreedyRewriteStage", "IRDLDialect", "PDLStage", "Pattern",
     "TransformStage", "custom_op_lowering", "load_dialect", "pattern",
 ]

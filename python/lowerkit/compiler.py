@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import OpDiagnostic, StageError
+from .errors import OpDiagnostic, StageError, UnsupportedError
 from .stage import reproducer_dir
 from .target import Target
 
@@ -254,7 +254,10 @@ def compile_to_vmfb(
                 summary = f"iree-compile crashed with {sig}"
             else:
                 summary = f"iree-compile exited with status {proc.returncode}"
-            raise _failure(bytecode, replay, summary + _hint(proc.stderr, target), proc.stderr)
+            hint = _hint(proc.stderr, target)
+            refused = bool(hint) and proc.returncode > 0  # a crash is never a refusal
+            raise _failure(bytecode, replay, summary + hint, proc.stderr,
+                           UnsupportedError if refused else StageError)
         result = CompileResult(out.read_bytes(), seconds, cmd,
                                phase_records(Path(phases_dir), started_ns), executable_files(execs))
         if not keep_phases:
@@ -304,8 +307,10 @@ def parse_diagnostics(stderr: str) -> list[OpDiagnostic]:
     return out
 
 
-def _failure(bytecode: bytes, cmd: list[str], summary: str, stderr: str) -> StageError:
-    """A StageError with the input saved as readable .mlir (bytecode if that fails)."""
+def _failure(bytecode: bytes, cmd: list[str], summary: str, stderr: str,
+             error: type[StageError] = StageError) -> StageError:
+    """A StageError (an `UnsupportedError` for a refusal `_hint` explains) with the input
+    saved as readable .mlir (bytecode if that fails)."""
     import hashlib
 
     digest = hashlib.sha256(bytecode).hexdigest()[:12]
@@ -327,4 +332,4 @@ def _failure(bytecode: bytes, cmd: list[str], summary: str, stderr: str) -> Stag
     ops = sorted({d.op for d in diags if d.op})
     if ops:
         summary += f": {len(diags)} error(s) on {', '.join(ops)}"
-    return StageError(STAGE, summary, diags, repro, shlex.join(replay))
+    return error(STAGE, summary, diags, repro, shlex.join(replay))

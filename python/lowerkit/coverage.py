@@ -147,6 +147,19 @@ def scan_stage(stage: Any, module: Any, first: StageError | None = None) -> tupl
         _scanning.reset(token)
 
 
+# The diagnostics by which a stage knowingly refuses an op (an `UnsupportedError`): torch-mlir
+# has no definition of the op (its importer kept it opaque, as `torch.operator`), or it is a
+# custom op with no lowering registered (`custom_ops`). A known op that a conversion fails on
+# is not among them: that is a gap or a bug, a plain `StageError`.
+_REFUSAL = re.compile(r"failed to legalize operation 'torch\.operator'|"
+                      r"custom op '[\w.:]+' has no lowering")
+
+
+def is_refusal(diagnostics: list[OpDiagnostic]) -> bool:
+    """Whether a failed stage's diagnostics are all deliberate refusals of ops (see _REFUSAL)."""
+    return bool(diagnostics) and all(_REFUSAL.match(d.message) for d in diagnostics)
+
+
 def offending_ops(stage: Any, module: Any, diagnostics: list[OpDiagnostic]) -> list[OpDiagnostic]:
     """For a failed stage: its diagnostics plus every other op of this stage that also fails."""
     if _scanning.get() or not any(_kind_named(d) for d in diagnostics):

@@ -57,6 +57,16 @@ class StageError(LowerkitError):
         return "\n".join(lines)
 
 
+class UnsupportedError(StageError):
+    """A stage knowingly refuses an op or a program that lowerkit does not support (not a bug).
+
+    Raised only where the refusal is deliberate: an op torch-mlir does not know (left opaque as
+    ``torch.operator``), a custom op with no registered lowering, 64-bit integer arithmetic on a
+    target without Int64. Any other failure is a plain `StageError`; the fuzzer counts only this
+    type as "unsupported" and every other error as a failure.
+    """
+
+
 class IngressError(LowerkitError):
     """torch.export or torch-mlir's FX importer could not import the program."""
 

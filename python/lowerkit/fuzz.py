@@ -11,25 +11,26 @@ value remembers whether it is still *exact* (no rounding so far): comparisons, m
 float-to-int casts are only taken of exact values, so that a last-bit rounding difference never
 flips a mask and shows up as a false "wrong answer".
 
-What counts as a failure (`Outcome.failed`): wrong numbers, dtypes or shapes against eager
-(``wrong``), a crash of iree-compile or of the process (``crash``), and an exception that is not
-a `LowerkitError` (``unclear``). A `LowerkitError` saying the program is not supported is a
-``clear`` error and not a failure; a `StageError` from iree-compile or a verifier is counted
-apart (``compiler-error``: invalid IR made by the lowering, a bug, but not a wrong answer).
+Each run ends in one verdict (`Outcome.kind`): ``passed``; ``unsupported``, an
+`UnsupportedError` (lowerkit knowingly refuses an op, e.g. int64 arithmetic on the portable
+``vulkan`` target); and the failures: ``wrong`` (numbers, dtypes or shapes differ from eager),
+``crash`` (a native crash of iree-compile or of an isolated stage) and ``error`` (any other
+exception, from lowerkit's own code or not: a bug in a pass, invalid IR for iree-compile).
+Floats are compared relative to each output's scale (`lowerkit.numerics`): float32 at its
+default, float16's looser tolerance only for outputs that depend on a float16 value.
 """
 
 from __future__ import annotations
 
 import os
-import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 
-from .errors import LowerkitError
-from .numerics import compare
+from .errors import UnsupportedError
+from .numerics import Tolerance, compare, tolerance_for
 
 try:  # hypothesis is a test-time dependency; `Program` and `run_program` work without it
     from hypothesis import strategies as st
@@ -40,8 +41,13 @@ FLOATS = (torch.float32, torch.float16)
 DTYPE_NAMES = {torch.float32: "torch.float32", torch.float16: "torch.float16",
                torch.int64: "torch.int64", torch.bool: "torch.bool"}
 
-# tolerances per output dtype (integers and bools must be exact)
-TOLERANCES = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float16: dict(rtol=1e-2, atol=1e-2)}
+# verdicts of a run; only the first two are not failures
+VERDICTS = ("passed", "unsupported", "wrong", "crash", "error")
+FAILURES = ("wrong", "crash", "error")
+# an output computed from float16 values keeps float16's rounding, whatever its own dtype
+HALF_ON_THE_WAY = Tolerance(tolerance_for(torch.float16).rel,
+                            "computed from float16 values: keeps float16's rounding "
+                            f"({tolerance_for(torch.float16).reason})")
 
 
 # -- programs --------------------------------------------------------------------------------
@@ -145,56 +151,56 @@ def _tensor_literal(t: torch.Tensor) -> str:
 # -- running ---------------------------------------------------------------------------------
 @dataclass
 class Outcome:
-    """What happened to one program on one target."""
+    """What happened to one program on one target: a verdict of `VERDICTS`."""
 
-    # passed | wrong | crash | unclear (failures) | compiler-error | clear (not failures)
     kind: str
     message: str = ""
     target: str = "cpu"
     program: Program | None = None
     max_abs_error: float | None = None
+    max_rel_error: float | None = None
 
     @property
     def failed(self) -> bool:
-        return self.kind in ("wrong", "crash", "unclear")
+        return self.kind not in ("passed", "unsupported")
 
     def describe(self) -> str:
         src = self.program.source if self.program is not None else ""
         return f"[{self.kind} on {self.target}] {self.message}\n{src}"
 
 
-def _computes_in_half(program: Program) -> bool:
-    """Whether any value of ``program`` is float16: an f16 result cast to f32 keeps f16's
-    rounding (one f16 ulp near 1 is 5e-4, beyond f32's tolerance)."""
-    return any(i.dtype == torch.float16 for i in program.inputs) or any(
-        "float16" in line or ".half()" in line for line in program.lines)
+def half_dependent_outputs(program: Program) -> set[str]:
+    """The outputs of ``program`` that depend, through its lines, on a float16 value."""
+    import ast
+
+    env: dict[str, Any] = {"torch": torch, "F": F}
+    half = set()
+    for spec, value in zip(program.inputs, program.make_inputs()):
+        env[spec.name] = value
+        if value.dtype == torch.float16:
+            half.add(spec.name)
+    with torch.no_grad():
+        for line in program.lines:
+            name, expr = (part.strip() for part in line.split("=", 1))
+            env[name] = eval(expr, env)
+            used = {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+            if env[name].dtype == torch.float16 or used & half:
+                half.add(name)
+    return {o for o in program.outputs if o in half}
 
 
-def tolerances(outputs: Any, half: bool = False) -> dict:
-    """The loosest tolerance needed by any float output (f16 is looser than f32); ``half``:
-    the outputs went through f16 on the way, whatever their own dtype."""
-    tol = dict(TOLERANCES[torch.float16]) if half else dict(rtol=0.0, atol=0.0)
-    for t in outputs if isinstance(outputs, (tuple, list)) else (outputs,):
-        if isinstance(t, torch.Tensor) and t.dtype in TOLERANCES:
-            for k, v in TOLERANCES[t.dtype].items():
-                tol[k] = max(tol[k], v)
-    return tol if tol["rtol"] else dict(TOLERANCES[torch.float32])
+def output_tolerances(program: Program) -> dict[str, Tolerance]:
+    """Per-output tolerances for `compare`: float16's for the float outputs that depend on a
+    float16 value; the others (absent here) keep their own dtype's default."""
+    half = half_dependent_outputs(program)
+    return {f"output[{i}]": HALF_ON_THE_WAY for i, o in enumerate(program.outputs) if o in half}
 
 
 def _is_crash(e: BaseException) -> bool:
-    text = str(e)
-    return any(s in text for s in ("crashed with", "SIGSEGV", "SIGABRT", "Segmentation fault",
-                                   "core dumped", "died with"))
-
-
-def _is_compiler_error(e: BaseException) -> bool:
-    """A lowering that made invalid IR (a verifier error, a failed legalisation) or an
-    iree-compile failure: a bug to fix, though reported as a clear `StageError`."""
-    text = str(e)
-    if getattr(e, "stage", None) is not None and not getattr(e, "diagnostics", True):
-        return True  # a stage failed without saying on which op: opaque
-    return getattr(e, "stage", None) == "iree-compile" or "op inferred" in text \
-        or "failed to legalize" in text or "verif" in text or "unknown" in text.split("\n")[0]
+    """A native crash (iree-compile killed by a signal, an isolated stage's child dying)."""
+    text = str(getattr(e, "summary", e))
+    return any(s in text for s in ("crashed with", "and no result", "SIGSEGV", "SIGABRT",
+                                   "Segmentation fault", "core dumped", "died with"))
 
 
 def run_program(program: Program, target: str = "cpu", cache: Any = None) -> Outcome:
@@ -208,17 +214,19 @@ def run_program(program: Program, target: str = "cpu", cache: Any = None) -> Out
     try:
         art = lowerkit.compile(fn, args, target=target, cache=cache)
         got = art(*args)
-    except LowerkitError as e:
-        kind = "crash" if _is_crash(e) else ("compiler-error" if _is_compiler_error(e) else "clear")
-        return Outcome(kind, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
-                       target, program)
-    except Exception as e:  # noqa: BLE001 -- anything else is an unclear error
-        tb = traceback.format_exception_only(type(e), e)[-1].strip()
-        return Outcome("unclear", tb, target, program)
-    result = compare(got, expected, **tolerances(expected, half=_computes_in_half(program)))
-    if not result.ok:
-        return Outcome("wrong", result.message, target, program, result.max_abs_error)
-    return Outcome("passed", result.message, target, program, result.max_abs_error)
+    except UnsupportedError as e:  # a deliberate refusal: the only error that is not a failure
+        return Outcome("unsupported", _message(e), target, program)
+    except Exception as e:  # noqa: BLE001 -- any other error, lowerkit's or not, is a failure
+        return Outcome("crash" if _is_crash(e) else "error", _message(e), target, program)
+    result = compare(got, expected, tol=output_tolerances(program))
+    kind = "passed" if result.ok else "wrong"
+    return Outcome(kind, result.message, target, program, result.max_abs_error,
+                   result.max_rel_error)
+
+
+def _message(e: BaseException) -> str:
+    """The error's type and whole text (its diagnostics name the op and the source line)."""
+    return f"{type(e).__name__}: {e}"
 
 
 class FuzzFailure(AssertionError):
@@ -572,7 +580,6 @@ def _finalise(inputs, lines, outputs, seed) -> Program:
 
 
 # -- sweeping --------------------------------------------------------------------------------
-KINDS = ("passed", "wrong", "crash", "unclear", "compiler-error", "clear")
 
 
 def sweep(examples: int, targets: list[str], seed: int = 0, on_outcome: Callable | None = None,
@@ -608,6 +615,37 @@ def sweep(examples: int, targets: list[str], seed: int = 0, on_outcome: Callable
     except FuzzFailure:
         pass
     return outcomes
+
+
+def journal_header(**run: Any) -> dict:
+    """The first row of a ``lowerkit fuzz --json`` journal: what replaying it needs. The
+    programs of a sweep are a function of its seed, example count and chains and of the
+    hypothesis version (pinned in pyproject.toml); ``run`` adds those and the targets."""
+    import platform
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    commit = dirty = None
+    try:
+        commit = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=10).stdout.strip() or None
+        if commit:
+            dirty = bool(subprocess.run(["git", "-C", here, "status", "--porcelain",
+                                         "--untracked-files=no"],
+                                        capture_output=True, text=True, timeout=10).stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"journal": "lowerkit fuzz", **run, "lowerkit_commit": commit,
+            "lowerkit_dirty": dirty, "hypothesis": installed("hypothesis"),
+            "torch": torch.__version__, "iree": installed("iree-base-compiler"),
+            "python": platform.python_version()}
 
 
 def replay(journal: str, targets: list[str] | None = None, everything: bool = False,

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from . import isolation
 from .build import Build, DiagnosticCapture, diagnostics_of, module_asm
-from .errors import LowerkitError, OpDiagnostic, StageError
+from .errors import LowerkitError, OpDiagnostic, StageError, UnsupportedError
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
@@ -95,13 +95,14 @@ class Stage:
             )
 
     def failure(self, backup: Any, diagnostics: list[OpDiagnostic], summary: str) -> StageError:
-        from .coverage import offending_ops  # every failing op of this stage, not only the first
+        from .coverage import is_refusal, offending_ops  # every failing op, not only the first
 
         every = offending_ops(self, backup, diagnostics)
         if every is not diagnostics:
             diagnostics, summary = every, _summary(None, every)
         path = save_reproducer(self.name, module_asm(backup, elide=False, debug_info=True))
-        return StageError(self.name, summary, diagnostics, path, self.replay_command(path))
+        error = UnsupportedError if is_refusal(diagnostics) else StageError
+        return error(self.name, summary, diagnostics, path, self.replay_command(path))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {self.build.value})"

@@ -25,6 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Exit status 1 when any program failed (wrong, crash or error), else 0."""
     import time
     import warnings
     from collections import Counter
@@ -32,32 +33,45 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from lowerkit.fuzz import KINDS, fuzz_targets, replay, sweep
+    from lowerkit.fuzz import VERDICTS, fuzz_targets, journal_header, replay, sweep
 
     warnings.simplefilter("ignore")
     console = Console(width=None if Console().is_terminal else 160)
     if args.replay and args.target is None:
         with open(args.replay) as f:  # each program on the target it was journaled for
-            targets = list(dict.fromkeys(json.loads(line)["target"] for line in f))
+            rows = [json.loads(line) for line in f]
+        targets = list(dict.fromkeys(r["target"] for r in rows if r.get("source")))
         replay_targets = None
     else:
         targets = fuzz_targets() if args.target == "all" else (args.target or "cpu").split(",")
         replay_targets = targets
     counts = {t: Counter() for t in targets}
     start = time.perf_counter()
-    # Outcomes go to the file as they come, so that a long run can be read (or stopped) midway.
+    # Outcomes go to the file as they come, so that a long run can be read (or stopped) midway;
+    # the first row says what replaying the run needs.
     journal = open(args.json, "w") if args.json else None
+    if journal is not None:
+        if args.replay:
+            run = dict(replay=args.replay, everything=args.replay_all, targets=replay_targets)
+        else:
+            run = dict(seed=args.seed, examples=args.examples, chains=args.chains,
+                       targets=targets, shrink=args.shrink,
+                       command=f"lowerkit fuzz --seed {args.seed} --examples {args.examples} "
+                               f"--chains {args.chains} --target {','.join(targets)}")
+        journal.write(json.dumps(journal_header(**run)) + "\n")
+        journal.flush()
 
     def seen(o):
         if journal is not None:
             journal.write(json.dumps({"n": sum(counts[o.target].values()) + 1, "kind": o.kind,
                                       "target": o.target, "message": o.message,
+                                      "max_rel_error": o.max_rel_error,
                                       "source": o.program.source if o.program else None}) + "\n")
             journal.flush()
         counts[o.target][o.kind] += 1
         n = sum(counts[o.target].values())
-        mark = {"passed": "[green]✓", "clear": "[dim]·", "compiler-error": "[yellow]![/]"}.get(o.kind, "[red]✗")
-        console.print(f"{mark} {n:5d} {o.target:16s} {o.kind:14s} {o.message.splitlines()[0][:100] if o.kind != 'passed' else ''}",
+        mark = {"passed": "[green]✓", "unsupported": "[dim]·"}.get(o.kind, "[red]✗")
+        console.print(f"{mark} {n:5d} {o.target:16s} {o.kind:12s} {o.message.splitlines()[0][:100] if o.kind != 'passed' else ''}",
                       highlight=False)
 
     if args.replay:
@@ -69,21 +83,21 @@ def main(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - start
 
     what = f"replay of {args.replay}" if args.replay else f"seed {args.seed}"
-    table = Table(title=f"lowerkit fuzz · {what} · {seconds:.0f} s")
+    table = Table(title=f"lowerkit fuzz · {what} · {seconds:.0f} s · verdicts "
+                  "(wrong, crash and error are failures)")
     table.add_column("target")
     table.add_column("programs", justify="right")
-    for kind, label in zip(KINDS, ("passed", "wrong answers", "crashes", "unclear errors",
-                                   "compiler errors", "clear errors")):
-        table.add_column(label, justify="right")
+    for kind in VERDICTS:
+        table.add_column(kind, justify="right")
     for t in targets:
         c = counts[t]
-        table.add_row(t, str(sum(c.values())), *(str(c[k]) for k in KINDS))
+        table.add_row(t, str(sum(c.values())), *(str(c[k]) for k in VERDICTS))
     console.print(table)
 
     groups = Counter((o.kind, o.message.splitlines()[0][:140]) for o in outcomes if o.kind != "passed")
     if groups:
         g = Table(title="what went wrong (first line)")
-        g.add_column("kind")
+        g.add_column("verdict")
         g.add_column("n", justify="right")
         g.add_column("message", overflow="fold")
         for (kind, msg), n in groups.most_common():
