@@ -13,6 +13,9 @@ import contextvars
 import hashlib
 import os
 import re
+import shlex
+import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,9 +55,17 @@ class Stage:
     def apply(self, module: Any) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def replay_command(self, path: Path) -> str | None:
-        """A shell command that replays this stage on a saved input, where one exists."""
-        return None
+    def replay_command(self, path: Path) -> str:
+        """A shell command that replays this stage on a saved input; raises replay.NoReplay
+        saying why where none can be given.
+
+        A stage lowerkit-opt builds by name (a built-in or entry-point pass equal to this one)
+        replays there; any other is rebuilt by a replay script written beside the input."""
+        from . import replay
+
+        if _fresh_registry_has(self):
+            return f"{tool('lowerkit-opt')} --pass={self.name} {shlex.quote(str(path))}"
+        return replay.write_script(self, path)[1]
 
     def load_dialects(self, context: Any) -> None:
         """Load into ``context`` the dialects this stage's output may use (for isolation)."""
@@ -100,11 +111,39 @@ class Stage:
         every = offending_ops(self, backup, diagnostics)
         if every is not diagnostics:
             diagnostics, summary = every, _summary(None, every)
+        from .replay import NoReplay
+
         path = save_reproducer(self.name, module_asm(backup, elide=False, debug_info=True))
-        return StageError(self.name, summary, diagnostics, path, self.replay_command(path))
+        try:
+            command, why_not = self.replay_command(path), None
+        except NoReplay as e:
+            command, why_not = None, str(e)
+        return StageError(self.name, summary, diagnostics, path, command, why_no_command=why_not)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {self.build.value})"
+
+
+def tool(name: str) -> str:
+    """How a shell finds one of the toolchain's commands: by name when it is on PATH, else by
+    its path beside this interpreter (a virtual environment that is not activated)."""
+    beside = Path(sys.executable).parent / name
+    if shutil.which(name) is None and beside.exists():
+        return shlex.quote(str(beside))
+    return name
+
+
+def _fresh_registry_has(stage: "Stage") -> bool:
+    """Whether a fresh ``lowerkit-opt --pass=NAME`` builds this very stage: a built-in or
+    entry-point pass (not one registered at run time) whose factory gives an equal stage."""
+    from . import registry
+
+    if stage.name not in registry.passes or stage.name not in registry.passes._lazy:
+        return False
+    try:
+        return registry.passes.get(stage.name) == stage
+    except Exception:  # a factory that needs options
+        return False
 
 
 def _summary(error: Exception, diags: list[OpDiagnostic]) -> str:
@@ -161,7 +200,8 @@ class PassPipelineStage(Stage):
         return module
 
     def replay_command(self, path: Path) -> str:
-        return f"{self.build.opt_tool} --pass-pipeline='{self.pipeline}' {path}"
+        return (f"{tool(self.build.opt_tool)} --pass-pipeline={shlex.quote(self.pipeline)} "
+                f"{shlex.quote(str(path))}")
 
     def load_dialects(self, context: Any) -> None:
         # Running the pipeline on an empty module loads its passes' dependent dialects.
@@ -194,9 +234,6 @@ class PythonPassStage(Stage):
         _prepare_pass_manager(self, pm)
         pm.run(module.operation)
         return module
-
-    def replay_command(self, path: Path) -> str:
-        return f"lowerkit-opt --pass={self.name} {path}"
 
 
 @dataclass(repr=False)
