@@ -64,7 +64,7 @@ class Stage:
         from . import replay
 
         if _fresh_registry_has(self):
-            return f"{tool('lowerkit-opt')} --pass={self.name} {shlex.quote(str(path))}"
+            return f"{shlex.quote(tool('lowerkit-opt'))} --pass={self.name} {shlex.quote(str(path))}"
         return replay.write_script(self, path)[1]
 
     def load_dialects(self, context: Any) -> None:
@@ -129,7 +129,7 @@ def tool(name: str) -> str:
     its path beside this interpreter (a virtual environment that is not activated)."""
     beside = Path(sys.executable).parent / name
     if shutil.which(name) is None and beside.exists():
-        return shlex.quote(str(beside))
+        return str(beside)
     return name
 
 
@@ -200,7 +200,7 @@ class PassPipelineStage(Stage):
         return module
 
     def replay_command(self, path: Path) -> str:
-        return (f"{tool(self.build.opt_tool)} --pass-pipeline={shlex.quote(self.pipeline)} "
+        return (f"{shlex.quote(tool(self.build.opt_tool))} --pass-pipeline={shlex.quote(self.pipeline)} "
                 f"{shlex.quote(str(path))}")
 
     def load_dialects(self, context: Any) -> None:

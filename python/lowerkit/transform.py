@@ -59,4 +59,4 @@ class TransformStage(Stage):
         entry = "" if self.entry == "__transform_main" else f"{{entry-point={self.entry}}}"
         pipeline = (f"builtin.module(transform-preload-library{{transform-library-paths="
                     f"{self.script.resolve()}}},transform-interpreter{entry})")
-        return f"{tool(self.build.opt_tool)} --pass-pipeline={shlex.quote(pipeline)} {shlex.quote(str(path))}"
+        return f"{shlex.quote(tool(self.build.opt_tool))} --pass-pipeline={shlex.quote(pipeline)} {shlex.quote(str(path))}"
