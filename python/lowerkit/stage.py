@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import isolation
+from . import isolation, replay
 from .build import Build, DiagnosticCapture, diagnostics_of, module_asm
 from .errors import LowerkitError, OpDiagnostic, StageError
 
@@ -61,8 +61,6 @@ class Stage:
 
         A stage lowerkit-opt builds by name (a built-in or entry-point pass equal to this one)
         replays there; any other is rebuilt by a replay script written beside the input."""
-        from . import replay
-
         if _fresh_registry_has(self):
             return f"{shlex.quote(tool('lowerkit-opt'))} --pass={self.name} {shlex.quote(str(path))}"
         return replay.write_script(self, path)[1]
@@ -111,13 +109,13 @@ class Stage:
         every = offending_ops(self, backup, diagnostics)
         if every is not diagnostics:
             diagnostics, summary = every, _summary(None, every)
-        from .replay import NoReplay
-
         path = save_reproducer(self.name, module_asm(backup, elide=False, debug_info=True))
         try:
             command, why_not = self.replay_command(path), None
-        except NoReplay as e:
+        except replay.NoReplay as e:
             command, why_not = None, str(e)
+        except Exception as e:  # the stage's own error matters more than its replay
+            command, why_not = None, f"writing the replay failed: {type(e).__name__}: {e}"
         return StageError(self.name, summary, diagnostics, path, command, why_no_command=why_not)
 
     def __repr__(self) -> str:
