@@ -132,8 +132,9 @@ def _source_file(module: Any, what: str) -> str:
 def _check_main_is_guarded(file: str) -> None:
     """The replay imports the user's script; refuse if that would run the failing compile again
     (the call is at the script's top level, outside ``if __name__ == "__main__":``)."""
-    frames = [f for f in inspect.stack(0)
-              if f.frame.f_code.co_name == "<module>" and f.frame.f_globals.get("__name__") == "__main__"]
+    frames = [f for f in inspect.stack(0) if f.frame.f_code.co_name == "<module>"
+              and f.frame.f_globals.get("__name__") == "__main__"
+              and str(Path(f.filename).resolve()) == file]
     if not frames:
         return
     line = frames[-1].lineno

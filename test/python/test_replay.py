@@ -150,3 +150,4 @@ def test_script_with_a_main_guard_replays_its_own_pass(tmp_path):
     assert command != "None", run.stdout + run.stderr
     replay = _shell(command, cwd=tmp_path)
     assert replay.returncode == 1 and "user-script: refused" in replay.stderr, replay.stderr
+    assert "COMMAND:" not in replay.stdout  # the replay imported the script without running main()
