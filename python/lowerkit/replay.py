@@ -4,7 +4,7 @@ A stage of Python code (a Python pass, a function, rewrite patterns, a PDL or tr
 stage with Python parts) cannot be named on an opt tool's command line. So beside its saved
 input lowerkit writes ``NAME-DIGEST.replay.py``: it imports the user's modules by path,
 rebuilds the stage from its fields and runs it on the saved input. It exits 1 with the
-stage's error when the failure reproduces, 0 when it does not.
+stage's error when the failure reproduces, 0 when it does not, 2 when it cannot rebuild it.
 
 A stage can be rebuilt when it is a dataclass whose fields are plain values, paths, patterns
 and functions defined at the top level of a file. Lambdas, nested functions, code typed at
@@ -20,6 +20,7 @@ import enum
 import importlib
 import importlib.util
 import inspect
+import os
 import shlex
 import sys
 import types
@@ -162,19 +163,22 @@ def script_for(stage: Any, reproducer: Path) -> str:
         f"#!{sys.executable}",
         f'"""Replay stage {stage.name!r} ({type(stage).__name__}) on its saved input.',
         "",
-        "Exits 1 with the stage's error if it fails again, 0 if it does not.",
+        "Exits 1 with the stage's error if it fails again, 0 if it does not, 2 if it cannot",
+        "rebuild the stage or read the input.",
         '"""',
         "import sys",
         "from pathlib import Path",
         "",
-        "from lowerkit.replay import load_module, run",
+        "from lowerkit.replay import cannot_rebuild, load_module, run",
         "from lowerkit.rewrite import Pattern",
         "",
-        *loads,
-        "",
-        f"stage = {cls}(",
-        *(f"    {f}," for f in fields),
-        ")",
+        "try:",
+        *(f"    {line}" for line in loads),
+        f"    stage = {cls}(",
+        *(f"        {f}," for f in fields),
+        "    )",
+        "except Exception as e:",
+        f"    sys.exit(cannot_rebuild({stage.name!r}, e))",
         f"sys.exit(run(stage, {str(reproducer)!r}))",
         "",
     ])
@@ -184,9 +188,9 @@ def write_script(stage: Any, reproducer: Path) -> tuple[Path, str]:
     """Write the replay script beside ``reproducer``; returns it and the command that runs it."""
     source = script_for(stage, reproducer)
     path = reproducer.with_suffix(".replay.py")
-    tmp = path.with_suffix(f".{id(source)}.tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(source)
-    tmp.replace(path)
+    os.replace(tmp, path)
     return path, f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
 
 
@@ -217,6 +221,15 @@ def load_module(name: str, file: str | None) -> Any:
     return module
 
 
+def cannot_rebuild(name: str, error: Exception) -> int:
+    """Exit status 2 and why: the replay itself failed, so it says nothing about the stage."""
+    import traceback
+
+    traceback.print_exception(error)
+    print(f"replay: cannot rebuild stage '{name}': {type(error).__name__}: {error}", file=sys.stderr)
+    return 2
+
+
 def run(stage: Any, reproducer: str) -> int:
     """Parse the saved input in the stage's build and run the stage: 1 and its error if it
     fails, 0 if it does not."""
@@ -224,15 +237,18 @@ def run(stage: Any, reproducer: str) -> int:
     from .errors import LowerkitError
     from .irdl import dialects_used_in, load_dialects
 
-    text = Path(reproducer).read_text()
-    ir = stage.build.ir
-    ctx = ir.Context()
-    if stage.build is Build.TORCH_MLIR:
-        from torch_mlir.dialects import torch as torch_dialect
+    try:
+        text = Path(reproducer).read_text()
+        ir = stage.build.ir
+        ctx = ir.Context()
+        if stage.build is Build.TORCH_MLIR:
+            from torch_mlir.dialects import torch as torch_dialect
 
-        torch_dialect.register_dialect(ctx)
-    load_dialects(ctx, dict.fromkeys([*getattr(stage, "dialects", ()), *dialects_used_in(text)]))
-    module = ir.Module.parse(text, ctx)
+            torch_dialect.register_dialect(ctx)
+        load_dialects(ctx, dict.fromkeys([*getattr(stage, "dialects", ()), *dialects_used_in(text)]))
+        module = ir.Module.parse(text, ctx)
+    except Exception as e:
+        return cannot_rebuild(stage.name, e)
     try:
         stage(module)
     except LowerkitError as e:

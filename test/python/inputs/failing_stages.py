@@ -7,6 +7,7 @@ from lowerkit import FunctionStage, PassPipelineStage, PythonPassStage
 from lowerkit.build import Build
 from lowerkit.rewrite import ConversionStage, GreedyRewriteStage, PDLStage, pattern
 from lowerkit.transform import TransformStage
+from replay_user_pkg.stages import refuse_in_package
 
 HERE = Path(__file__).parent
 
@@ -122,6 +123,8 @@ CASES = {
                     "replay-test: the pass refuses func.return"),
     "function": (FunctionStage("refuse-module", refuse_module), ADD,
                  "replay-test: the function stage refuses this module"),
+    "package-function": (FunctionStage("refuse-in-package", refuse_in_package), ADD,
+                         "replay-test: the package's function stage refuses"),
     "greedy": (GreedyRewriteStage("broken-add", [broken_add_pattern]), ADD,
                "replay-test: the greedy pattern is broken"),
     "conversion": (ConversionStage("drop-arith", [no_match], illegal=["arith"], partial=True,
