@@ -83,6 +83,9 @@ class _Writer:
     def expr(self, value: Any, where: str) -> str:
         from .rewrite import Pattern
 
+        if isinstance(value, str) and "\n" not in value and value.endswith(".mlir") and \
+                not os.path.isabs(value) and Path(value).is_file():
+            return repr(str(Path(value).resolve()))  # a script named by a relative path
         if value is None or isinstance(value, (bool, int, float, str, bytes)):
             return repr(value)
         if isinstance(value, enum.Enum):
