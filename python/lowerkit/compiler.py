@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import OpDiagnostic, StageError, UnsupportedError
-from .stage import reproducer_dir
+from .stage import reproducer_dir, tool
 from .target import Target
 
 STAGE = "iree-compile"
@@ -324,7 +324,7 @@ def _failure(bytecode: bytes, cmd: list[str], summary: str, stderr: str,
     except Exception:
         repro = repro.with_suffix(".mlirbc")
         repro.write_bytes(bytecode)
-    replay = [Path(cmd[0]).name, str(repro), *cmd[2:-2], "-o", "/dev/null"]
+    replay = [tool(Path(cmd[0]).name), str(repro), *cmd[2:-2], "-o", "/dev/null"]
     diags = parse_diagnostics(stderr)
     if not diags and stderr.strip():
         tail = stderr.strip().splitlines()[-8:]

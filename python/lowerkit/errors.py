@@ -38,12 +38,15 @@ class StageError(LowerkitError):
         diagnostics: list[OpDiagnostic] | None = None,
         reproducer: Path | None = None,
         command: str | None = None,
+        *,
+        why_no_command: str | None = None,
     ):
         self.stage = stage
         self.summary = summary
         self.diagnostics = list(diagnostics or [])
         self.reproducer = reproducer
         self.command = command
+        self.why_no_command = why_no_command  # when no command can replay the failure
         super().__init__(self._render())
 
     def _render(self) -> str:
@@ -54,6 +57,8 @@ class StageError(LowerkitError):
             lines.append(f"  reproducer: {self.reproducer}")
         if self.command:
             lines.append(f"  replay with: {self.command}")
+        elif self.why_no_command:
+            lines.append(f"  no replay command: {self.why_no_command}")
         return "\n".join(lines)
 
 

@@ -13,12 +13,15 @@ import contextvars
 import hashlib
 import os
 import re
+import shlex
+import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import isolation
+from . import isolation, replay
 from .build import Build, DiagnosticCapture, diagnostics_of, module_asm
 from .errors import LowerkitError, OpDiagnostic, StageError, UnsupportedError
 
@@ -52,9 +55,15 @@ class Stage:
     def apply(self, module: Any) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def replay_command(self, path: Path) -> str | None:
-        """A shell command that replays this stage on a saved input, where one exists."""
-        return None
+    def replay_command(self, path: Path) -> str:
+        """A shell command that replays this stage on a saved input; raises replay.NoReplay
+        saying why where none can be given.
+
+        A stage lowerkit-opt builds by name (a built-in or entry-point pass equal to this one)
+        replays there; any other is rebuilt by a replay script written beside the input."""
+        if _fresh_registry_has(self):
+            return f"{shlex.quote(tool('lowerkit-opt'))} --pass={self.name} {shlex.quote(str(path))}"
+        return replay.write_script(self, path)[1]
 
     def load_dialects(self, context: Any) -> None:
         """Load into ``context`` the dialects this stage's output may use (for isolation)."""
@@ -101,11 +110,39 @@ class Stage:
         if every is not diagnostics:
             diagnostics, summary = every, _summary(None, every)
         path = save_reproducer(self.name, module_asm(backup, elide=False, debug_info=True))
+        try:
+            command, why_not = self.replay_command(path), None
+        except replay.NoReplay as e:
+            command, why_not = None, str(e)
+        except Exception as e:  # the stage's own error matters more than its replay
+            command, why_not = None, f"writing the replay failed: {type(e).__name__}: {e}"
         error = UnsupportedError if is_refusal(diagnostics) else StageError
-        return error(self.name, summary, diagnostics, path, self.replay_command(path))
+        return error(self.name, summary, diagnostics, path, command, why_no_command=why_not)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {self.build.value})"
+
+
+def tool(name: str) -> str:
+    """How a shell finds one of the toolchain's commands: by name when it is on PATH, else by
+    its path beside this interpreter (a virtual environment that is not activated)."""
+    beside = Path(sys.executable).parent / name
+    if shutil.which(name) is None and beside.exists():
+        return str(beside)
+    return name
+
+
+def _fresh_registry_has(stage: "Stage") -> bool:
+    """Whether a fresh ``lowerkit-opt --pass=NAME`` builds this very stage: a built-in or
+    entry-point pass (not one registered at run time) whose factory gives an equal stage."""
+    from . import registry
+
+    if stage.name not in registry.passes or stage.name not in registry.passes._lazy:
+        return False
+    try:
+        return registry.passes.get(stage.name) == stage
+    except Exception:  # a factory that needs options
+        return False
 
 
 def _summary(error: Exception, diags: list[OpDiagnostic]) -> str:
@@ -162,7 +199,8 @@ class PassPipelineStage(Stage):
         return module
 
     def replay_command(self, path: Path) -> str:
-        return f"{self.build.opt_tool} --pass-pipeline='{self.pipeline}' {path}"
+        return (f"{shlex.quote(tool(self.build.opt_tool))} --pass-pipeline={shlex.quote(self.pipeline)} "
+                f"{shlex.quote(str(path))}")
 
     def load_dialects(self, context: Any) -> None:
         # Running the pipeline on an empty module loads its passes' dependent dialects.
@@ -195,9 +233,6 @@ class PythonPassStage(Stage):
         _prepare_pass_manager(self, pm)
         pm.run(module.operation)
         return module
-
-    def replay_command(self, path: Path) -> str:
-        return f"lowerkit-opt --pass={self.name} {path}"
 
 
 @dataclass(repr=False)

@@ -8,6 +8,7 @@ Module``. It is parsed in the payload's own context, so it runs in either build.
 from __future__ import annotations
 
 import importlib
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -15,7 +16,7 @@ from typing import Any, Callable, Sequence
 from .build import Build, parse_module_source
 from .errors import StageError
 from .irdl import load_dialects
-from .stage import Stage, _check_name
+from .stage import Stage, _check_name, tool
 
 
 @dataclass(repr=False)
@@ -50,8 +51,12 @@ class TransformStage(Stage):
         interpreter.apply_named_sequence(module, entry, script)
         return module
 
-    def replay_command(self, path: Path) -> str | None:
-        if isinstance(self.script, Path):
-            return (f"{self.build.opt_tool} --transform-interpreter "
-                    f"--transform-preload-library='transform-library-paths={self.script}' {path}")
-        return None
+    def replay_command(self, path: Path) -> str:
+        """A script in a file replays in iree-opt (torch-mlir-opt has no transform interpreter);
+        any other replays through a replay script."""
+        if not isinstance(self.script, Path) or self.dialects or self.build is not Build.IREE:
+            return super().replay_command(path)
+        entry = "" if self.entry == "__transform_main" else f"{{entry-point={self.entry}}}"
+        pipeline = (f"builtin.module(transform-preload-library{{transform-library-paths="
+                    f"{self.script.resolve()}}},transform-interpreter{entry})")
+        return f"{shlex.quote(tool(self.build.opt_tool))} --pass-pipeline={shlex.quote(pipeline)} {shlex.quote(str(path))}"

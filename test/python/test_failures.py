@@ -4,6 +4,8 @@ a reproducer with the command that replays it; ``lowerkit check`` lists all ops 
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,11 +73,16 @@ def _locations(error: StageError) -> set[str]:
     return out
 
 
-def _check_reproducer(error: StageError, tool: str) -> None:
+def _check_reproducer(error: StageError, tool: str, message: str) -> None:
+    """The saved input is printed with the error, and its command, run in a shell, is ``tool``
+    and fails again with ``message``."""
     assert error.reproducer is not None and error.reproducer.exists()
     assert error.reproducer.suffix == ".mlir" and error.reproducer.read_text().strip()
-    assert error.command.startswith(tool) and str(error.reproducer) in error.command
+    assert Path(error.command.split()[0]).name == tool, error.command
     assert str(error.reproducer) in str(error)  # the path is printed with the error
+    replay = subprocess.run(error.command, shell=True, capture_output=True, text=True, timeout=300)
+    assert replay.returncode == 1, f"{error.command}\n{replay.stderr}"
+    assert message in replay.stderr, f"{error.command}\n{replay.stderr}"
 
 
 def test_two_custom_ops_without_lowering_are_both_reported():
@@ -85,7 +92,7 @@ def test_two_custom_ops_without_lowering_are_both_reported():
     text = str(e)
     assert "lk_fail::first" in text and "lk_fail::second" in text
     assert {_line("first"), _line("second")} <= _locations(e)
-    _check_reproducer(e, "")
+    _check_reproducer(e, "lowerkit-opt", "custom op 'lk_fail::first' has no lowering")
 
 
 def test_every_unsupported_aten_op_at_once_with_its_line():
@@ -95,7 +102,7 @@ def test_every_unsupported_aten_op_at_once_with_its_line():
     assert e.stage == "torch-backend-contract"
     assert {d.op for d in e.diagnostics} == {"torch.aten.special_bessel_j0", "torch.aten.digamma"}
     assert {_line("bessel"), _line("digamma")} <= _locations(e)
-    _check_reproducer(e, "torch-mlir-opt")
+    _check_reproducer(e, "torch-mlir-opt", "failed to legalize operation 'torch.operator'")
 
 
 def _use_erfc(module):
@@ -122,19 +129,21 @@ def test_op_iree_rejects_names_iree_compile_every_op_and_line():
     erfc = [d for d in e.diagnostics if d.op == "math.erfc"]
     assert {_line("erf-a"), _line("erf-b")} <= _locations(e) and len(erfc) == 2
     assert all(len(d.message) < 600 for d in e.diagnostics)  # target attributes shortened
-    _check_reproducer(e, "iree-compile")
+    _check_reproducer(e, "iree-compile", "math.erfc")
+
+
+def _refuse(op, pass_):
+    op.location.emit_error("refuse-everything: refused")
+    pass_.signal_pass_failure()
 
 
 def test_python_pass_signalling_failure(tmp_path):
-    def refuse(op, pass_):
-        pass_.signal_pass_failure()
-
-    pipe = Pipeline("refusing", [lowerkit.resolve_pipeline(None), PythonPassStage("refuse-everything", refuse)])
+    pipe = Pipeline("refusing", [lowerkit.resolve_pipeline(None), PythonPassStage("refuse-everything", _refuse)])
     with pytest.raises(StageError) as info:
         lowerkit.compile(TwoErf(), (torch.rand(4, 4),), pipeline=pipe, dump_dir=tmp_path)
     e = info.value
     assert e.stage == "refuse-everything" and "refuse-everything" in str(e)
-    _check_reproducer(e, "lowerkit-opt")
+    _check_reproducer(e, Path(sys.executable).name, "refuse-everything: refused")  # a replay script
     # the dump keeps what was done so far, the error, and an index saying it failed
     assert any(tmp_path.glob("*-linalg-on-tensors.mlir"))
     assert any(tmp_path.glob("*-refuse-everything.error.txt"))

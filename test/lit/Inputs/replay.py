@@ -1,22 +1,28 @@
-"""Make a Python pass fail, then run the replay command its StageError prints."""
-
-import shlex
-import subprocess
-import sys
+"""A user's script with its own, unregistered Python pass that fails: prints the replay
+command its StageError gives, for reproducer-command.mlir to run in a shell."""
 
 from torch_mlir import ir
 
 from lowerkit import PythonPassStage, StageError
 
 
-def fails(op, pass_):
-    pass_.signal_pass_failure()
+def refuse_returns(op, pass_):
+    def visit(o):
+        if o.name == "func.return":
+            o.location.emit_error("replay-lit: this pass refuses func.return")
+            pass_.signal_pass_failure()
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
 
 
-module = ir.Module.parse("func.func @f() { return }", ir.Context())
-try:
-    PythonPassStage("erase-zero-add", fails)(module)
-except StageError as e:
-    print(f"replay with: {e.command}")
-    rc = subprocess.run(shlex.split(e.command), capture_output=True, text=True).returncode
-    print("replayed" if rc == 0 else f"replay failed ({rc})")
+def main():
+    module = ir.Module.parse("func.func @f() {\n  return\n}", ir.Context())
+    try:
+        PythonPassStage("refuse-returns", refuse_returns)(module)
+    except StageError as e:
+        print(e.command)
+
+
+if __name__ == "__main__":  # the replay imports this file: the guard keeps it from failing again
+    main()
