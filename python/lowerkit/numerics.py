@@ -196,7 +196,7 @@ def compare(actual: Any, expected: Any, *, tol: Tolerance | Mapping[str, Toleran
     if bad:
         bad_leaf = next((n for n in names if bad.startswith(n + ":")), None)
         return Comparison(False, worst_abs, bad_leaf, f"mismatch against eager: {bad}", worst_rel)
-    how = f"rtol={rtol_v:g}, atol={atol_v:g}" if elementwise else "relative to each output's scale"
+    how = f"rtol={rtol_v:g}, atol={atol_v:g}" if elementwise else "each within its tolerance"
     return Comparison(True, worst_abs, worst_leaf,
-                      f"matches eager: max error {worst_rel:.3g} of scale, max abs error "
-                      f"{worst_abs:.3g} ({how})", worst_rel)
+                      f"matches eager: max abs error {worst_abs:.3g}, {worst_rel:.3g} of the "
+                      f"output's scale ({how})", worst_rel)
