@@ -52,9 +52,9 @@ def _m(name: str, group: str, *tags: str, tol: Tolerance | None = None,
 # each model's error / scale; measured on 2026-11-25 (llvm-cpu, a shared 2-core x86 machine)
 # every model but the GPT-2s stayed at or under 1.3e-6 (gemm, K=1024), 7.7 times inside it.
 _GELU_TANH = Tolerance(2e-5, "GELU(tanh) as torch-mlir lowers it uses sqrt(2/pi) = 0.797724 "
-                             "(true 0.7978846): 4e-5 off inside each MLP, 6.2e-6 (gpt2_tiny) "
-                             "and 7.5e-6 (gpt2_small) of the logits' scale, where eager is 4e-7 "
-                             "from float64")
+                             "(true 0.7978846), up to 5.1e-5 off near x = 1.3: the logits end "
+                             "6.2e-6 (gpt2_tiny) and 7.5e-6 (gpt2_small) of their scale from "
+                             "eager; 3.1e-7 (gpt2_tiny) against an eager GELU with that constant")
 
 _ENTRIES = [
     # vision
