@@ -168,11 +168,11 @@ def compare(actual: Any, expected: Any, *, tol: Tolerance | Mapping[str, Toleran
         e_fin, a_fin = torch.isfinite(ef), torch.isfinite(af)
         e_inf = ~e_fin & ~e_nan
         if not torch.equal(e_nan, a_nan):
-            where = tuple(int(i) for i in torch.nonzero(e_nan != a_nan)[0])
-            bad = bad or f"{name}: NaN at different places (first at index {list(where)})"
+            where = [int(i) for i in torch.nonzero(e_nan != a_nan)[0]]
+            bad = bad or f"{name}: NaN at different places (first at index {where})"
         elif not torch.equal(e_fin, a_fin) or not torch.equal(af[e_inf], ef[e_inf]):
-            where = tuple(int(i) for i in torch.nonzero((e_fin != a_fin) | (e_inf & (af != ef)))[0])
-            bad = bad or f"{name}: inf at different places or signs (first at index {list(where)})"
+            where = [int(i) for i in torch.nonzero((e_fin != a_fin) | (e_inf & (af != ef)))[0]]
+            bad = bad or f"{name}: inf at different places or signs (first at index {where})"
         both = e_fin & a_fin
         delta = (af - ef)[both].abs()
         scale = _scale(ef[e_fin].abs())
