@@ -60,7 +60,8 @@ def compile(
     ``cache``: the compile cache (`lowerkit.cache`; on by default, ``False`` turns it off, a
     folder or a `CompileCache` puts it elsewhere); dumps and instruments bypass it.
     ``verify``: every call also runs ``fn`` eagerly and raises `VerificationError` on a mismatch
-    (``True``, or ``{"rtol": ..., "atol": ...}``; see `lowerkit.verify`).
+    (``True``, ``{"tol": lowerkit.numerics.Tolerance(...)}`` or ``{"rtol": ..., "atol": ...}``;
+    see `lowerkit.verify`).
     ``iree_phases``: record the time and ops of each of IREE's phases for `Artifact.stage_table`
     (iree-compile prints every phase for it: 15-20 % slower; a dump always records them).
     """

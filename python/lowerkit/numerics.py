@@ -168,11 +168,11 @@ def compare(actual: Any, expected: Any, *, tol: Tolerance | Mapping[str, Toleran
         e_fin, a_fin = torch.isfinite(ef), torch.isfinite(af)
         e_inf = ~e_fin & ~e_nan
         if not torch.equal(e_nan, a_nan):
-            where = tuple(int(i) for i in torch.nonzero(e_nan != a_nan)[0])
-            bad = bad or f"{name}: NaN at different places (first at index {list(where)})"
+            where = [int(i) for i in torch.nonzero(e_nan != a_nan)[0]]
+            bad = bad or f"{name}: NaN at different places (first at index {where})"
         elif not torch.equal(e_fin, a_fin) or not torch.equal(af[e_inf], ef[e_inf]):
-            where = tuple(int(i) for i in torch.nonzero((e_fin != a_fin) | (e_inf & (af != ef)))[0])
-            bad = bad or f"{name}: inf at different places or signs (first at index {list(where)})"
+            where = [int(i) for i in torch.nonzero((e_fin != a_fin) | (e_inf & (af != ef)))[0]]
+            bad = bad or f"{name}: inf at different places or signs (first at index {where})"
         both = e_fin & a_fin
         delta = (af - ef)[both].abs()
         scale = _scale(ef[e_fin].abs())
@@ -196,7 +196,7 @@ def compare(actual: Any, expected: Any, *, tol: Tolerance | Mapping[str, Toleran
     if bad:
         bad_leaf = next((n for n in names if bad.startswith(n + ":")), None)
         return Comparison(False, worst_abs, bad_leaf, f"mismatch against eager: {bad}", worst_rel)
-    how = f"rtol={rtol_v:g}, atol={atol_v:g}" if elementwise else "relative to each output's scale"
+    how = f"rtol={rtol_v:g}, atol={atol_v:g}" if elementwise else "each within its tolerance"
     return Comparison(True, worst_abs, worst_leaf,
-                      f"matches eager: max error {worst_rel:.3g} of scale, max abs error "
-                      f"{worst_abs:.3g} ({how})", worst_rel)
+                      f"matches eager: max abs error {worst_abs:.3g}, {worst_rel:.3g} of the "
+                      f"output's scale ({how})", worst_rel)

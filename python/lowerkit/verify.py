@@ -3,12 +3,14 @@
 For users meeting a new model: ``lowerkit.compile(model, args, verify=True)`` returns an artifact
 whose every call also runs the original ``model`` eagerly (on copies of the inputs, so that an
 in-place op of the model cannot change what the compiled program saw) and raises
-`VerificationError` naming the first differing output and its error. It costs an eager run a
-call; leave it off in production.
+`VerificationError` naming the first differing output and its error. Each output is judged
+relative to its scale by its dtype's default tolerance (`lowerkit.numerics`) unless the user
+names ``tol`` or ``rtol``/``atol``. It costs an eager run a call; leave it off in production.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import torch
@@ -16,25 +18,8 @@ import torch.utils._pytree as pytree
 
 from .artifact import Artifact
 from .errors import VerificationError
-from .numerics import compare
+from .numerics import Tolerance, compare
 from .runtime import DeviceTensor
-
-# default tolerances by the lowest-precision float dtype among eager's outputs
-DEFAULT_TOLERANCES = {
-    torch.float64: (1e-7, 1e-7),
-    torch.float32: (1e-4, 1e-4),
-    torch.bfloat16: (2e-2, 2e-2),
-    torch.float16: (1e-2, 1e-2),
-}
-
-
-def default_tolerances(outputs: Any) -> tuple[float, float]:
-    rtol, atol = DEFAULT_TOLERANCES[torch.float32]
-    for leaf in pytree.tree_leaves(outputs):
-        if isinstance(leaf, torch.Tensor) and leaf.dtype in DEFAULT_TOLERANCES:
-            r, a = DEFAULT_TOLERANCES[leaf.dtype]
-            rtol, atol = max(rtol, r), max(atol, a)
-    return rtol, atol
 
 
 def _host(v: Any) -> Any:
@@ -49,10 +34,10 @@ class VerifiedArtifact(Artifact):
     """An `Artifact` that checks every call against the original program run eagerly."""
 
     def __init__(self, artifact: Artifact, reference: Callable, rtol: float | None = None,
-                 atol: float | None = None):
+                 atol: float | None = None, tol: Tolerance | Mapping[str, Tolerance] | None = None):
         self.__dict__.update(artifact.__dict__)
         self.reference = reference
-        self.rtol, self.atol = rtol, atol
+        self.rtol, self.atol, self.tol = rtol, atol, tol
         self.calls_verified = 0
 
     def __call__(self, *args: Any, keep_on_device: bool = False, **kwargs: Any) -> Any:
@@ -60,10 +45,8 @@ class VerifiedArtifact(Artifact):
         got = super().__call__(*args, keep_on_device=keep_on_device, **kwargs)
         with torch.no_grad():
             expected = self.reference(*ref_args, **ref_kwargs)
-        rtol, atol = default_tolerances(expected)
-        rtol = rtol if self.rtol is None else self.rtol
-        atol = atol if self.atol is None else self.atol
-        result = compare(pytree.tree_map(_host, got), expected, rtol=rtol, atol=atol)
+        result = compare(pytree.tree_map(_host, got), expected, tol=self.tol, rtol=self.rtol,
+                         atol=self.atol)
         if not result.ok:
             detail = result.message.removeprefix("mismatch against eager: ")
             first = detail.split(":", 1)[0] if detail.startswith("output") else None
@@ -73,13 +56,16 @@ class VerifiedArtifact(Artifact):
         return got
 
     def to(self, device: str) -> "VerifiedArtifact":
-        return VerifiedArtifact(super().to(device), self.reference, self.rtol, self.atol)
+        return VerifiedArtifact(super().to(device), self.reference, self.rtol, self.atol, self.tol)
 
 
 def verified(artifact: Artifact, reference: Callable, options: Any = True) -> VerifiedArtifact:
-    """Wrap ``artifact``; ``options`` is ``True`` or a dict with ``rtol``/``atol``."""
+    """Wrap ``artifact``; ``options`` is ``True`` or a dict with ``tol`` (a `Tolerance`, or one
+    per output path) or the elementwise ``rtol``/``atol``."""
     opts = options if isinstance(options, dict) else {}
-    unknown = set(opts) - {"rtol", "atol"}
+    unknown = set(opts) - {"tol", "rtol", "atol"}
     if unknown:
-        raise TypeError(f"verify options are rtol and atol, got {sorted(unknown)}")
-    return VerifiedArtifact(artifact, reference, opts.get("rtol"), opts.get("atol"))
+        raise TypeError(f"verify options are tol, or rtol and atol; got {sorted(unknown)}")
+    if "tol" in opts and ({"rtol", "atol"} & set(opts)):
+        raise TypeError("verify takes tol, or rtol and atol, not both")
+    return VerifiedArtifact(artifact, reference, opts.get("rtol"), opts.get("atol"), opts.get("tol"))

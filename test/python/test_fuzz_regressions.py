@@ -14,8 +14,10 @@ import lowerkit
 from lowerkit.numerics import compare
 
 
-def assert_matches_eager(got, expected, rtol=1e-4, atol=1e-4):
-    result = compare(got, expected, rtol=rtol, atol=atol)
+def assert_matches_eager(got, expected, tol=None, *, rtol=None, atol=None):
+    """Within ``tol`` of eager relative to each output's scale (default: its dtype's); ``rtol``/
+    ``atol`` ask for numerics' elementwise check instead."""
+    result = compare(got, expected, tol=tol, rtol=rtol, atol=atol)
     assert result.ok, result.message
 
 

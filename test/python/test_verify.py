@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import lowerkit
+from lowerkit.numerics import Tolerance
 from lowerkit.verify import VerifiedArtifact
 
 
@@ -54,6 +55,36 @@ def test_verify_tolerances_and_bad_options():
     art(x)
     with pytest.raises(TypeError, match="rtol and atol"):
         lowerkit.compile(torch.sin, (x,), verify={"tolerance": 1})
+    with pytest.raises(TypeError, match="not both"):
+        lowerkit.compile(torch.sin, (x,), verify={"tol": Tolerance(1e-5), "atol": 1e-3})
+
+
+def test_verify_default_is_relative_to_scale():
+    # 1e-4 of each value: the old default (rtol=atol=1e-4, elementwise) let it through; it is
+    # ten times f32's default of 1e-5 of the output's scale
+    x = torch.linspace(-3, 3, 64)
+    art = lowerkit.compile(torch.sin, (x,), verify=True)
+    art.reference = lambda a: torch.sin(a) * (1 + 1e-4)
+    with pytest.raises(lowerkit.VerificationError, match=r"of the output's scale.*1e-05"):
+        art(x)
+    # large outputs with an error of 1e-6 of their scale pass, near-zero values included
+    y = torch.linspace(-1, 1, 65) * 1e4       # holds 0.0 exactly
+    art = lowerkit.compile(lambda a: a * 3, (y,), verify=True)
+    art.reference = lambda a: a * 3 + 3e4 * 1e-6
+    art(y)
+    assert art.calls_verified == 1
+
+
+def test_verify_takes_a_tolerance_per_output():
+    x = torch.randn(3, 4)
+    loose = Tolerance(1e-3, "test: the reference is 1e-4 off on purpose")
+    art = lowerkit.compile(_two, (x, x), verify={"tol": {"output['rows']": loose}})
+    art.reference = lambda a, b: {"sum": a + b, "rows": (a * b).sum(1) * (1 + 1e-4)}
+    art(x, x)
+    art.reference = lambda a, b: {"sum": (a + b) * (1 + 1e-4), "rows": (a * b).sum(1)}
+    with pytest.raises(lowerkit.VerificationError) as info:
+        art(x, x)
+    assert info.value.path == "output['sum']"
 
 
 def test_verify_eager_sees_copies_of_inputs():

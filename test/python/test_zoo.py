@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
+from lowerkit.numerics import tolerance_for
 from lowerkit.zoo import ZOO, models
 from lowerkit.zoo.coverage import check_model
 
@@ -29,3 +31,29 @@ def test_zoo_is_big_enough_and_well_formed():
     assert groups == {"vision", "language", "sequence", "ops"}
     for m in ZOO.values():
         assert callable(m.factory), m.name
+        # a tolerance looser than f32's default (the zoo's outputs are f32) says why
+        if m.tol is not None and m.tol.rel > tolerance_for(torch.float32).rel:
+            assert len(m.tol.reason) > 20, f"{m.name}: Tolerance({m.tol.rel}) without a reason"
+
+
+def test_zoo_check_catches_an_error_of_1e4_of_scale(monkeypatch):
+    # tcn's outputs: median 0.68, scale 1.32; its old atol=1e-3 let an error of 1e-4 of each value
+    # through (compare(e * (1 + 1e-4), e, rtol=1e-4, atol=1e-3).ok is True)
+    import lowerkit
+    import torch.utils._pytree as pytree
+
+    real_compile = lowerkit.compile
+
+    class OffBy1e4:
+        def __init__(self, art):
+            self.art, self.records = art, art.records
+
+        def __call__(self, *args, **kwargs):
+            out = self.art(*args, **kwargs)
+            return pytree.tree_map(lambda t: t * (1 + 1e-4) if t.is_floating_point() else t, out)
+
+    monkeypatch.setattr(lowerkit, "compile", lambda *a, **k: OffBy1e4(real_compile(*a, **k)))
+    result = check_model(ZOO["tcn"])
+    assert not result.ok and result.stage == "check"
+    assert result.max_rel_error == pytest.approx(1e-4, rel=0.05)
+    assert "of the output's scale" in result.message

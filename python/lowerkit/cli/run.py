@@ -15,8 +15,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default="cpu", help="compilation target (default: cpu)")
     p.add_argument("--pipeline", default=None, help="registered pipeline name (default: torch-to-linalg)")
     p.add_argument("--check", action="store_true", help="compare with eager PyTorch and fail on mismatch")
-    p.add_argument("--rtol", type=float, default=1e-4)
-    p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--rtol", type=float, default=None,
+                   help="with --atol: an elementwise check instead of the default, an error "
+                        "relative to each output's scale (lowerkit.numerics)")
+    p.add_argument("--atol", type=float, default=None)
     p.add_argument("--dump-dir", default=None, help="write every stage's IR into this folder")
     p.add_argument("--output", "-o", default=None, help="save the compiled artifact to this file")
     p.add_argument("--phases", action="store_true",

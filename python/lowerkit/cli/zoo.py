@@ -37,7 +37,8 @@ def main(args: argparse.Namespace) -> int:
 
     table = Table(title=f"zoo coverage → {args.target}")
     for col, just in (("model", "left"), ("group", "left"), ("stage reached", "left"),
-                      ("max abs error", "right"), ("compile (s)", "right"), ("note", "left")):
+                      ("max abs error", "right"), ("error / scale", "right"),
+                      ("compile (s)", "right"), ("note", "left")):
         table.add_column(col, justify=just, overflow="fold")
     results = []
     for m in entries:
@@ -48,7 +49,8 @@ def main(args: argparse.Namespace) -> int:
         stage = f"[green]{r.stage} ✓" if r.ok else f"[red]{r.stage} ✗"
         expected = " (known)" if "known-failure" in m.tags and not r.ok else ""
         err = "-" if r.max_abs_error is None else f"{r.max_abs_error:.2e}"
-        table.add_row(m.name, m.group, stage + expected, err, f"{r.compile_seconds:.1f}",
+        rel = "-" if r.max_rel_error is None else f"{r.max_rel_error:.2e}"
+        table.add_row(m.name, m.group, stage + expected, err, rel, f"{r.compile_seconds:.1f}",
                       r.message[:160])
         console.print(f"{'✓' if r.ok else '✗'} {m.name}", highlight=False)
     console.print(table)

@@ -2,7 +2,8 @@
 
 A model passes through ``torch-import``, the pipeline's stages, ``iree-compile``, ``run`` and
 ``check``; `check_model` reports the last stage reached, the error where it stopped, and the
-max abs error against eager PyTorch when it ran.
+error against eager PyTorch when it ran, judged relative to each output's scale by the entry's
+tolerance (`lowerkit.numerics`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class CoverageResult:
     message: str = ""
     compile_seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    max_rel_error: float | None = None   # worst |actual - eager| / scale over the outputs
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -66,9 +68,10 @@ def check_model(entry: ZooModel, target: str = "cpu", **compile_options) -> Cove
         actual = art(*args, **kwargs)
     except Exception as e:  # noqa: BLE001
         return CoverageResult(entry.name, False, "run", None, _summary(e), seconds, stages)
-    result = compare(actual, expected, rtol=entry.rtol, atol=entry.atol)
+    result = compare(actual, expected, tol=entry.tol)
     return CoverageResult(entry.name, result.ok, "check", result.max_abs_error,
-                          "" if result.ok else result.message, seconds, stages)
+                          "" if result.ok else result.message, seconds, stages,
+                          result.max_rel_error)
 
 
 def _summary(e: Exception) -> str:
