@@ -1,19 +1,20 @@
-"""The two MLIR builds lowerkit drives, and what is common to modules of either.
+"""The two MLIR builds lowerkit drives (`Build`), and what is common to modules of either.
 
 torch-mlir and iree-base-compiler each bundle their own MLIR. Their objects never mix: a
-module of one build is handed to the other only by `lowerkit.bridge`, as bytecode.
+module of one build is handed to the other only by `lowerkit.iree.bridge`, as bytecode.
 """
 
 from __future__ import annotations
 
 import enum
 import importlib
-import re
+import io
+import os
 from collections import Counter
 from types import ModuleType
+from pathlib import Path
 from typing import Any
 
-from .errors import OpDiagnostic
 
 
 class Build(enum.Enum):
@@ -48,13 +49,17 @@ class Build(enum.Enum):
                 return build
         raise TypeError(f"expected an MLIR module of torch-mlir or IREE, got {type(module).__name__}")
 
+    @staticmethod
+    def of_object(obj: Any) -> "Build":
+        """The build of any MLIR object (module, op, value, type, context): passes that run
+        in either build ask this instead of testing for a module."""
+        return Build.TORCH_MLIR if type(obj).__module__.startswith("torch_mlir") else Build.IREE
+
 
 def parse_module_source(build: "Build", source: Any, context: Any) -> Any:
     """A module from MLIR text, a ``.mlir`` path (a Path, or a string such as
     ``"patterns.mlir"``, which MLIR text never is), or a Python builder ``f(context)``: how
     PDL pattern modules and transform scripts are given to stages."""
-    import os
-    from pathlib import Path
 
     if callable(source):
         return source(context)
@@ -89,86 +94,9 @@ def module_asm(module: Any, *, elide: bool = True, debug_info: bool = False) -> 
     )
 
 
-_FILE_LOC = re.compile(r'"([^"]+)":(\d+):(\d+)')
-_OP_IN_MESSAGE = (
-    re.compile(r"^'([\w$.]+)' op "),
-    re.compile(r"operation '([\w$.]+)'"),
-    re.compile(r"op '([\w$.]+)'"),
-)
-
-
-_TORCH_OPERATOR = re.compile(r'"torch\.operator"\([^)]*\) <\{name = "([\w.]+)"')
-_INTERNAL = ("/lowerkit/", "/torch/", "/torch_mlir/", "<frozen ", "/site-packages/")
-
-
-def source_location(location: Any) -> str | None:
-    """``file:line`` of the user's frame in an MLIR location: the first file location that is
-    not inside lowerkit, torch or torch-mlir (else the first one at all)."""
-    found = [f"{m.group(1)}:{m.group(2)}" for m in _FILE_LOC.finditer(str(location))]
-    for loc in found:
-        if not any(part in loc for part in _INTERNAL):
-            return loc
-    return found[0] if found else None
-
-
-def op_in_message(message: str) -> str | None:
-    m = _TORCH_OPERATOR.search(message)  # an op torch-mlir has no definition for
-    if m:
-        return m.group(1)
-    for pattern in _OP_IN_MESSAGE:
-        m = pattern.search(message)
-        if m:
-            return m.group(1)
-    return None
-
-
-class DiagnosticCapture:
-    """Collects the error diagnostics a context emits while active (``with`` block)."""
-
-    def __init__(self, context: Any):
-        self.context = context
-        self.errors: list[Any] = []
-        self._handler = None
-
-    def __enter__(self) -> "DiagnosticCapture":
-        severity = type(self.context).__module__.rsplit(".", 1)[0]
-        error = importlib.import_module(severity + ".ir").DiagnosticSeverity.ERROR
-
-        def handle(diag):
-            if diag.severity == error:
-                self.errors.append(_Diag(str(diag.location), diag.message,
-                                         [_Diag(str(n.location), n.message, []) for n in diag.notes]))
-            return True  # consumed: nothing is printed behind the user's back
-
-        self._handler = self.context.attach_diagnostic_handler(handle)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._handler.detach()
-        # The handler object keeps its callback (which refers to this capture, and so to the
-        # context) where Python's collector cannot see: without this every context that ever
-        # ran a stage stayed alive (~3 MB a compiled program, 4 GB over a 1000-program fuzz).
-        self._handler = None
-
-
-class _Diag:
-    def __init__(self, location: str, message: str, notes: list):
-        self.location, self.message, self.notes = location, message, notes
-
-
-def diagnostics_of(error: Exception, captured: list[Any] = ()) -> list[OpDiagnostic]:
-    """OpDiagnostics from captured diagnostics and an ``MLIRError`` of either build."""
-    infos = list(captured) + list(getattr(error, "error_diagnostics", None) or [])
-    out = []
-    for info in infos:
-        message = info.message
-        notes = [n.message for n in getattr(info, "notes", [])
-                 if not n.message.startswith("see current operation")]
-        if notes:
-            message += " (" + "; ".join(notes) + ")"
-        diag = OpDiagnostic(message, op_in_message(info.message), source_location(info.location))
-        if all(str(d) != str(diag) for d in out):
-            out.append(diag)
-    if not out:
-        out.append(OpDiagnostic(getattr(error, "message", None) or str(error)))
-    return out
+def to_bytecode(module: Any) -> bytes:
+    """Serialise a module of either build as MLIR bytecode (how modules cross builds and
+    processes)."""
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    return buf.getvalue()

@@ -17,7 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true", help="compare with eager PyTorch and fail on mismatch")
     p.add_argument("--rtol", type=float, default=None,
                    help="with --atol: an elementwise check instead of the default, an error "
-                        "relative to each output's scale (lowerkit.numerics)")
+                        "relative to each output's scale (lowerkit.runtime.numerics)")
     p.add_argument("--atol", type=float, default=None)
     p.add_argument("--dump-dir", default=None, help="write every stage's IR into this folder")
     p.add_argument("--output", "-o", default=None, help="save the compiled artifact to this file")
@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
 
     import lowerkit
-    from lowerkit.numerics import compare
+    from lowerkit.runtime.numerics import compare
 
     from ._factory import load_case
 

@@ -1,9 +1,10 @@
-"""Dialects defined without C++: IRDL modules in ``dialects/``, loaded by name.
+"""Dialects defined without C++: IRDL modules (the repository's ``dialects/``, shipped in the
+package as ``lowerkit/dialects/definitions``), loaded by name.
 
 An IRDL dialect is loaded into a torch-mlir context at most once (loading one twice crashes
 MLIR), so `load_dialect` first asks the context whether the dialect's ops are known. Ops of
 these dialects live only in torch-mlir's build: IREE knows none of them, so a module holds
-none when it crosses (`check_no_custom_ops`).
+none when it crosses (`lowerkit.iree.bridge.check_no_custom_ops`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from .build import Build
-from .errors import OpDiagnostic, StageError
+from ..registry import dialects
 
-DIALECTS_DIR = Path(__file__).resolve().parents[2] / "dialects"
+DIALECTS_DIR = Path(__file__).parent / "definitions"
 
 _DIALECT = re.compile(r"irdl\.dialect\s+@([\w$]+)")
 _OPERATION = re.compile(r"irdl\.operation\s+@([\w$.]+)")
@@ -71,8 +71,6 @@ def load_dialect(context: Any, name: str) -> IRDLDialect | None:
     """Load dialect ``name`` into ``context`` (idempotent): a registered IRDL dialect, or one
     the build itself has (ops created from Python need their dialect loaded, not only known).
     """
-    from .registry import dialects
-
     if name in dialects:
         dialect = dialects.get(name)
         dialect.load(context)
@@ -100,50 +98,4 @@ def load_dialects(context: Any, names: Iterable[str]) -> None:
 
 def dialects_used_in(text: str) -> list[str]:
     """Registered dialect names whose ops the MLIR text mentions (to load before parsing)."""
-    from .registry import dialects
-
     return [n for n in dialects.names() if re.search(rf"\b{re.escape(n)}\.\w", text)]
-
-
-def custom_ops_in(module: Any) -> list[tuple[str, str]]:
-    """``(op name, location)`` of every op of a registered custom dialect in ``module``."""
-    from .registry import dialects
-
-    names = set(dialects.names())
-    found: list[tuple[str, str]] = []
-    advance = Build.of(module).ir.WalkResult.ADVANCE
-
-    def visit(op):
-        if op.name.split(".", 1)[0] in names:
-            found.append((op.name, str(op.location)))
-        return advance
-
-    module.operation.walk(visit)
-    return found
-
-
-def check_no_custom_ops(module: Any, stage: str) -> None:
-    """Raise a StageError naming every custom-dialect op left in ``module``."""
-    left = custom_ops_in(module)
-    if left:
-        from .build import source_location
-
-        diags = [OpDiagnostic("op of a custom (IRDL) dialect is left; lower it before IREE",
-                              name, source_location(loc) or loc) for name, loc in left]
-        ops = sorted({name for name, _ in left})
-        raise StageError(
-            stage,
-            f"{len(left)} op(s) of custom dialects left: {', '.join(ops)}; IREE knows no "
-            "IRDL dialect, so a pipeline must lower them (e.g. to linalg) first",
-            diags,
-        )
-
-
-def check_no_custom_ops_stage():
-    """The check as a stage, to end a pipeline that lowers custom dialects."""
-    from .stage import FunctionStage
-
-    def check(module):
-        check_no_custom_ops(module, "check-no-custom-ops")
-
-    return FunctionStage("check-no-custom-ops", check)

@@ -17,8 +17,10 @@ from typing import Any, Callable
 import torch
 import torch.utils._pytree as pytree
 
-from .errors import IngressError
+from ..errors import IngressError
+from . import decompositions
 from .signature import CallSignature, Constant, Leaf, TensorSpec
+from .tensor_literals import TensorLiteralHooks
 
 
 @dataclass
@@ -112,8 +114,6 @@ def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedP
     """torch-mlir's decompositions (what its FX path would run) and lowerkit's own
     (`decompositions`), done here once."""
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
-
-    from . import decompositions
 
     try:
         with warnings.catch_warnings():
@@ -294,8 +294,6 @@ def import_program(
 
     try:
         # issue 7: weights go in as raw bytes (tensor_literals), not through tolist() (~8 s on ResNet-18).
-        from .tensor_literals import TensorLiteralHooks
-
         module = fx.export_and_import(exported, output_type="raw", func_name="main",
                                       decomposition_table={},
                                       hooks=TensorLiteralHooks())

@@ -20,9 +20,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import OpDiagnostic, StageError, UnsupportedError
-from .stage import reproducer_dir, tool
-from .target import Target
+from ..diagnostics import Diagnostic, source_location
+from ..errors import StageError, UnsupportedError
+from ..reproducer import save_reproducer, tool
+from ..target import Target
 
 STAGE = "iree-compile"
 
@@ -289,10 +290,8 @@ def _short(message: str) -> str:
     return message if len(message) <= _MESSAGE_LIMIT else message[:_MESSAGE_LIMIT] + " …"
 
 
-def parse_diagnostics(stderr: str) -> list[OpDiagnostic]:
+def parse_diagnostics(stderr: str) -> list[Diagnostic]:
     """The errors in IREE's console output, each with its op and source location."""
-    from .build import source_location
-
     out = []
     for m in _DIAG.finditer(stderr):
         msg = m.group("msg").strip()
@@ -301,7 +300,7 @@ def parse_diagnostics(stderr: str) -> list[OpDiagnostic]:
         location = None if loc in ("", "-", "<unknown>") else f"{loc}:{m.group('line')}"
         if location and "callsite(" in location:
             location = source_location(location) or location
-        diag = OpDiagnostic(_short(msg), (op.group(1) or op.group(2)) if op else None, location)
+        diag = Diagnostic(_short(msg), (op.group(1) or op.group(2)) if op else None, location)
         if all(str(d) != str(diag) for d in out):
             out.append(diag)
     return out
@@ -311,24 +310,19 @@ def _failure(bytecode: bytes, cmd: list[str], summary: str, stderr: str,
              error: type[StageError] = StageError) -> StageError:
     """A StageError (an `UnsupportedError` for a refusal `_hint` explains) with the input
     saved as readable .mlir (bytecode if that fails)."""
-    import hashlib
-
-    digest = hashlib.sha256(bytecode).hexdigest()[:12]
-    repro = reproducer_dir() / f"{STAGE}-{digest}.mlir"
     try:
         from iree.compiler import ir
 
         with ir.Context() as ctx:
             module = ir.Module.parse(bytecode, ctx)
-            repro.write_text(module.operation.get_asm(enable_debug_info=True))
+            repro = save_reproducer(STAGE, module.operation.get_asm(enable_debug_info=True))
     except Exception:
-        repro = repro.with_suffix(".mlirbc")
-        repro.write_bytes(bytecode)
+        repro = save_reproducer(STAGE, bytecode, ".mlirbc")
     replay = [tool(Path(cmd[0]).name), str(repro), *cmd[2:-2], "-o", "/dev/null"]
     diags = parse_diagnostics(stderr)
     if not diags and stderr.strip():
         tail = stderr.strip().splitlines()[-8:]
-        diags = [OpDiagnostic(" | ".join(_short(t) for t in tail))]
+        diags = [Diagnostic(" | ".join(_short(t) for t in tail))]
     ops = sorted({d.op for d in diags if d.op})
     if ops:
         summary += f": {len(diags)} error(s) on {', '.join(ops)}"

@@ -19,12 +19,12 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from .build import Build
-from .errors import LowerkitError
-from .pipeline import StageRecord
-from .runtime import DeviceTensor, Executable, invoke_resident, wide_dtypes
-from .signature import CallSignature
-from .target import Target
+from ..errors import LowerkitError
+from ..ingress.signature import CallSignature
+from ..ir import Build
+from ..stages.stage import StageRecord
+from ..target import Target
+from .executable import DeviceTensor, Executable, invoke_resident, wide_dtypes
 
 FORMAT_VERSION = 1
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .errors import LowerkitError, TargetError
+from ..errors import LowerkitError, TargetError
 
 # torch dtype -> (numpy dtype used for the host copy, IREE element type name)
 _ELEMENT_TYPES = {

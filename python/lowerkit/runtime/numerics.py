@@ -96,7 +96,7 @@ def _tolerance_of(tol: Any, name: str, dtype: torch.dtype) -> Tolerance:
             if (name == key or (name.startswith(key) and name[len(key)] in "[.")) and len(key) > best:
                 chosen, best = value, len(key)
     if not isinstance(chosen, Tolerance):
-        raise TypeError(f"a tolerance is a lowerkit.numerics.Tolerance, got {chosen!r} for {name}")
+        raise TypeError(f"a tolerance is a lowerkit.runtime.numerics.Tolerance, got {chosen!r} for {name}")
     if chosen.rel > default.rel and not chosen.reason.strip():
         raise ValueError(
             f"Tolerance(rel={chosen.rel:g}) for {name} is looser than the {dtype} default "

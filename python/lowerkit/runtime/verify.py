@@ -4,7 +4,7 @@ For users meeting a new model: ``lowerkit.compile(model, args, verify=True)`` re
 whose every call also runs the original ``model`` eagerly (on copies of the inputs, so that an
 in-place op of the model cannot change what the compiled program saw) and raises
 `VerificationError` naming the first differing output and its error. Each output is judged
-relative to its scale by its dtype's default tolerance (`lowerkit.numerics`) unless the user
+relative to its scale by its dtype's default tolerance (`lowerkit.runtime.numerics`) unless the user
 names ``tol`` or ``rtol``/``atol``. It costs an eager run a call; leave it off in production.
 """
 
@@ -16,10 +16,10 @@ from typing import Any, Callable
 import torch
 import torch.utils._pytree as pytree
 
+from ..errors import VerificationError
 from .artifact import Artifact
-from .errors import VerificationError
+from .executable import DeviceTensor
 from .numerics import Tolerance, compare
-from .runtime import DeviceTensor
 
 
 def _host(v: Any) -> Any:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .registry import custom_ops
+from ..registry import custom_ops
 from .stage import PythonPassStage
 
 # torch.operator namespaces that are torch's own (left to torch-mlir, never reported).

@@ -3,7 +3,7 @@
 Files are named ``NN-stage-name.mlir``: the FX graph (``.py``), every pipeline stage, each
 IREE compilation phase (``NN-iree-PHASE.mlir``), the executables' sources and target code
 (``NN-iree-executables/``) and the vmfb. ``index.json`` and ``index.html`` (see
-`lowerkit.report`) describe them. A dump only ever writes its own files: it never deletes or
+`lowerkit.stages.dump_index`) describe them. A dump only ever writes its own files: it never deletes or
 empties a folder, so pointing it at a folder that holds other files is safe.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .build import module_asm
+from ..ir import module_asm
 from .instrument import Instrument
 from .stage import pass_manager_hook
 

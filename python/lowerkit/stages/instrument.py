@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .errors import StageError
-    from .pipeline import StageRecord
-    from .stage import Stage
+from ..errors import StageError
+from .stage import Stage, StageRecord
 
 
 class Instrument:

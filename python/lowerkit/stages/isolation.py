@@ -14,7 +14,8 @@ import os
 import signal
 from typing import Any
 
-from .build import _Diag, DiagnosticCapture
+from ..diagnostics import Diagnostic, DiagnosticCapture
+from ..ir import to_bytecode
 
 
 def enabled() -> bool:
@@ -24,7 +25,7 @@ def enabled() -> bool:
 class ChildFailed(Exception):
     """The stage raised in the child: its diagnostics come back to be reported as usual."""
 
-    def __init__(self, message: str, diagnostics: list[_Diag]):
+    def __init__(self, message: str, diagnostics: list[Diagnostic]):
         super().__init__(message)
         self.message = message
         self.error_diagnostics = diagnostics
@@ -43,13 +44,11 @@ def _serialise_diags(diags: list[Any]) -> list:
             for d in diags]
 
 
-def _restore_diags(items: list) -> list[_Diag]:
-    return [_Diag(loc, msg, _restore_diags(notes)) for loc, msg, notes in items]
+def _restore_diags(items: list) -> list[Diagnostic]:
+    return [Diagnostic(msg, location=loc, notes=_restore_diags(notes)) for loc, msg, notes in items]
 
 
 def _child(stage: Any, module: Any, fd: int) -> None:
-    from .bridge import to_bytecode
-
     import faulthandler
 
     faulthandler.disable()  # a crash here is reported by the parent, with the stage's name

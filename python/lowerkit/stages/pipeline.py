@@ -13,32 +13,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
-from . import bridge
-from .build import Build, module_asm, op_histogram
-from .errors import PipelineError, StageError
+from ..errors import PipelineError, StageError
+from ..ir import Build, module_asm, op_histogram
+from .crossing import with_crossing
 from .instrument import Instrument
-from .stage import Stage, _check_name
-
-
-@dataclass
-class StageRecord:
-    """What one stage did: how long it took and which ops its output holds."""
-
-    name: str
-    build: Build
-    seconds: float
-    ops: Counter
-    ir: str | None = None  # the stage's output, constants elided, when kept
-
-    @property
-    def op_count(self) -> int:
-        return sum(self.ops.values())
-
-    def dialects(self) -> Counter:
-        out: Counter = Counter()
-        for name, n in self.ops.items():
-            out[name.split(".", 1)[0]] += n
-        return out
+from .stage import Stage, StageRecord, check_stage_name
 
 
 @dataclass
@@ -59,7 +38,7 @@ class Pipeline(Stage):
     """A named sequence of stages (or pipelines) run one after another."""
 
     def __init__(self, name: str, stages: Sequence[Stage], description: str = ""):
-        self.name = _check_name(name)
+        self.name = check_stage_name(name)
         self.stages = list(stages)
         self.description = description
         if not self.stages:
@@ -122,11 +101,7 @@ class Pipeline(Stage):
                 ) from None
         instruments = list(instruments)
         result = Lowering(module)
-        for stage in self.leaf_stages():
-            if stage.build is Build.IREE and Build.of(result.module) is Build.TORCH_MLIR:
-                result.module = self._timed(
-                    _Crossing(), result, instruments, keep_ir
-                )
+        for stage in with_crossing(self.leaf_stages(), Build.of(module)):
             result.module = self._timed(stage, result, instruments, keep_ir)
             if stage.name == stop:
                 break
@@ -160,13 +135,3 @@ class Pipeline(Stage):
 
     def __repr__(self) -> str:
         return f"Pipeline({self.name!r}, {self.stage_names})"
-
-
-class _Crossing(Stage):
-    """The move from torch-mlir's build to IREE's, recorded like any stage."""
-
-    name = bridge.CROSSING_STAGE
-    build = Build.IREE
-
-    def __call__(self, module: Any) -> Any:
-        return bridge.torch_mlir_to_iree(module)

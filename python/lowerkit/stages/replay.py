@@ -27,6 +27,11 @@ import types
 from pathlib import Path
 from typing import Any
 
+from ..dialects.irdl import dialects_used_in, load_dialects
+from ..errors import LowerkitError
+from ..ir import Build
+from .pattern import Pattern
+
 MAIN_ALIAS = "__lowerkit_replay_main__"  # the user's script, imported without running its main
 
 
@@ -49,8 +54,6 @@ class _Writer:
 
     def ref(self, obj: Any, where: str) -> str:
         """An expression that finds ``obj`` (a function or class) again by module and name."""
-        from .rewrite import Pattern
-
         qualname = getattr(obj, "__qualname__", None)
         module_name = getattr(obj, "__module__", None)
         what = f"{where} of stage '{self.stage_name}'"
@@ -81,8 +84,6 @@ class _Writer:
         return f"{self.module_var(module_name, file)}.{qualname}{suffix}"
 
     def expr(self, value: Any, where: str) -> str:
-        from .rewrite import Pattern
-
         if isinstance(value, str) and "\n" not in value and value.endswith(".mlir") and \
                 not os.path.isabs(value) and Path(value).is_file():
             return repr(str(Path(value).resolve()))  # a script named by a relative path
@@ -172,8 +173,8 @@ def script_for(stage: Any, reproducer: Path) -> str:
         "import sys",
         "from pathlib import Path",
         "",
-        "from lowerkit.replay import cannot_rebuild, load_module, run",
-        "from lowerkit.rewrite import Pattern",
+        "from lowerkit.stages.replay import cannot_rebuild, load_module, run",
+        "from lowerkit.stages.pattern import Pattern",
         "",
         "try:",
         *(f"    {line}" for line in loads),
@@ -236,10 +237,6 @@ def cannot_rebuild(name: str, error: Exception) -> int:
 def run(stage: Any, reproducer: str) -> int:
     """Parse the saved input in the stage's build and run the stage: 1 and its error if it
     fails, 0 if it does not."""
-    from .build import Build
-    from .errors import LowerkitError
-    from .irdl import dialects_used_in, load_dialects
-
     try:
         text = Path(reproducer).read_text()
         ir = stage.build.ir

@@ -13,9 +13,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
-from .build import Build, parse_module_source
-from .irdl import load_dialects
-from .stage import Stage, _check_name
+from ..dialects.irdl import load_dialects
+from ..ir import Build, parse_module_source
+from .pattern import Pattern, pattern  # noqa: F401  (patterns are written with this module)
+from .stage import Stage
 
 
 def rewrite_module(build: Build) -> ModuleType:
@@ -23,23 +24,6 @@ def rewrite_module(build: Build) -> ModuleType:
     return importlib.import_module(
         "torch_mlir.rewrite" if build is Build.TORCH_MLIR else "iree.compiler.rewrite"
     )
-
-
-@dataclass
-class Pattern:
-    """One rewrite: ``fn(op, rewriter)`` on ops named ``root``; falsy return = rewritten.
-
-    For a conversion pattern ``fn`` is ``fn(op, adaptor, type_converter, rewriter)``.
-    """
-
-    root: str
-    fn: Callable[..., Any]
-    benefit: int = 1
-
-
-def pattern(root: str, benefit: int = 1) -> Callable[[Callable], Pattern]:
-    """Decorator: ``@pattern("torch.aten.gelu")`` turns a function into a `Pattern`."""
-    return lambda fn: Pattern(root, fn, benefit)
 
 
 @dataclass(repr=False)
@@ -52,9 +36,6 @@ class GreedyRewriteStage(Stage):
     max_iterations: int | None = None
 
     dialects: Sequence[str] = ()  # IRDL dialects (by name) loaded before the stage runs
-
-    def __post_init__(self):
-        _check_name(self.name)
 
     def apply(self, module: Any) -> Any:
         load_dialects(module.context, self.dialects)
@@ -87,9 +68,6 @@ class ConversionStage(Stage):
     type_conversions: Sequence[Callable[[Any], Any]] = ()
 
     dialects: Sequence[str] = ()  # IRDL dialects (by name) loaded before the stage runs
-
-    def __post_init__(self):
-        _check_name(self.name)
 
     def apply(self, module: Any) -> Any:
         load_dialects(module.context, self.dialects)
@@ -129,9 +107,6 @@ class PDLStage(Stage):
     build: Build = Build.TORCH_MLIR
 
     dialects: Sequence[str] = ()  # IRDL dialects (by name) loaded before the stage runs
-
-    def __post_init__(self):
-        _check_name(self.name)
 
     def pdl_module(self, context: Any) -> Any:
         return parse_module_source(self.build, self.pdl, context)

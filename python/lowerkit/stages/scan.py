@@ -1,22 +1,24 @@
-"""Coverage: every op a pipeline cannot lower, found at once instead of one failure at a time.
+"""Scan: every op a stage cannot lower, found at once instead of one failure at a time.
 
 MLIR's dialect conversion stops at the first illegal op, so a model with three unsupported
 ops would fail three times in a row. Here a stage that fails is re-run on a copy of its input
 from which the ops it reported are taken out (an op whose result has the type of one of its
 operands is bypassed: its uses get that operand), until the stage passes or nothing more can
 be taken out. Every instance of a reported op kind is listed, each with the user's source line.
-This serves ``lowerkit check`` and the errors of `Stage` (see `offending_ops`).
+This serves ``lowerkit check`` (`lowerkit.tools.check`) and the errors of `Stage`
+(see `offending_ops`).
 """
 
 from __future__ import annotations
 
 import contextvars
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from .build import Build, source_location
-from .errors import OpDiagnostic, StageError
+from ..diagnostics import Diagnostic, source_location
+from ..errors import StageError
+from ..ir import Build
 
 MAX_ROUNDS = 16
 _TORCH_QUALNAME = re.compile(r"'(\w+)::(\w+)'")
@@ -34,30 +36,6 @@ class UnsupportedOp:
 
     def __str__(self) -> str:
         return f"{self.location or '<unknown location>'}: '{self.op}' ({self.stage}): {self.message}"
-
-
-@dataclass
-class CoverageReport:
-    """What ``check`` found: unsupported ops and the stages that ran."""
-
-    unsupported: list[UnsupportedOp] = field(default_factory=list)
-    passed: list[str] = field(default_factory=list)
-    stopped_at: str | None = None  # a stage that failed for a reason that could not be bypassed
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.unsupported and self.stopped_at is None
-
-    def table(self, title: str = "ops the pipeline cannot lower"):
-        from rich.table import Table
-
-        table = Table(title=title)
-        for col in ("#", "op", "stage", "source", "why"):
-            table.add_column(col, overflow="fold")
-        for i, u in enumerate(self.unsupported, 1):
-            table.add_row(str(i), u.op, u.stage, u.location or "-", u.message)
-        return table
 
 
 def op_kind(op: Any) -> str:
@@ -93,7 +71,7 @@ def _bypass(ops: list[Any]) -> bool:
     return True
 
 
-def _kind_named(d: OpDiagnostic) -> str | None:
+def _kind_named(d: Diagnostic) -> str | None:
     """The op kind a diagnostic is about: its op, or a PyTorch ``ns::name`` it quotes."""
     if d.op:
         return d.op
@@ -101,21 +79,21 @@ def _kind_named(d: OpDiagnostic) -> str | None:
     return f"torch.{m.group(1)}.{m.group(2)}" if m else None
 
 
-def _instances(stage: str, module: Any, diagnostics: list[OpDiagnostic]) -> list[UnsupportedOp]:
+def _instances(stage: str, module: Any, diagnostics: list[Diagnostic]) -> list[UnsupportedOp]:
     """Every instance of the op kinds the diagnostics name, each with its own source line."""
-    diagnostics = [OpDiagnostic(d.message, _kind_named(d), d.location) for d in diagnostics]
+    diagnostics = [Diagnostic(d.message, _kind_named(d), d.location) for d in diagnostics]
     messages = {d.op: d.message for d in diagnostics if d.op}
     out = []
     for op in ops_of_kinds(module, set(messages)):
         kind = op_kind(op)
-        out.append(UnsupportedOp(kind, stage, source_location(op.location), _first_line(messages[kind])))
+        out.append(UnsupportedOp(kind, stage, source_location(op.location), first_line(messages[kind])))
     for d in diagnostics:
         if not d.op or d.op not in {u.op for u in out}:
-            out.append(UnsupportedOp(d.op or "?", stage, d.location, _first_line(d.message)))
+            out.append(UnsupportedOp(d.op or "?", stage, d.location, first_line(d.message)))
     return out
 
 
-def _first_line(message: str) -> str:
+def first_line(message: str) -> str:
     return message.split(": %", 1)[0].splitlines()[0][:200]
 
 
@@ -128,12 +106,12 @@ def scan_stage(stage: Any, module: Any, first: StageError | None = None) -> tupl
     token = _scanning.set(True)
     try:
         found: list[UnsupportedOp] = []
-        pristine = _clone(module)  # the stage's input, less the ops taken out so far
+        pristine = clone_module(module)  # the stage's input, less the ops taken out so far
         error = first
         for _ in range(MAX_ROUNDS):
             if error is None:
                 try:
-                    return stage(_clone(pristine)), found, None
+                    return stage(clone_module(pristine)), found, None
                 except StageError as e:
                     error = e
             new = _instances(stage.name, pristine, error.diagnostics)
@@ -155,12 +133,12 @@ _REFUSAL = re.compile(r"failed to legalize operation 'torch\.operator'|"
                       r"custom op '[\w.:]+' has no lowering")
 
 
-def is_refusal(diagnostics: list[OpDiagnostic]) -> bool:
+def is_refusal(diagnostics: list[Diagnostic]) -> bool:
     """Whether a failed stage's diagnostics are all deliberate refusals of ops (see _REFUSAL)."""
     return bool(diagnostics) and all(_REFUSAL.match(d.message) for d in diagnostics)
 
 
-def offending_ops(stage: Any, module: Any, diagnostics: list[OpDiagnostic]) -> list[OpDiagnostic]:
+def offending_ops(stage: Any, module: Any, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     """For a failed stage: its diagnostics plus every other op of this stage that also fails."""
     if _scanning.get() or not any(_kind_named(d) for d in diagnostics):
         return diagnostics
@@ -168,50 +146,13 @@ def offending_ops(stage: Any, module: Any, diagnostics: list[OpDiagnostic]) -> l
         _, found, _ = scan_stage(stage, module)
     except Exception:  # the original error matters more than a failed scan
         return diagnostics
-    out = [OpDiagnostic(u.message, u.op, u.location) for u in found]
+    out = [Diagnostic(u.message, u.op, u.location) for u in found]
     return out or diagnostics
 
 
-def check_program(module: Any, pipeline: Any, *, target: Any = None) -> CoverageReport:
-    """All the ops of ``module`` (torch dialect) that ``pipeline`` (and IREE, given a target)
-    cannot lower, with their source lines."""
-    from . import bridge, compiler
-    from .pipeline import _Crossing
-
-    report = CoverageReport()
-    current = module
-    for stage in pipeline.leaf_stages():
-        if stage.build is Build.IREE and Build.of(current) is Build.TORCH_MLIR:
-            current = _Crossing()(current)
-        try:
-            current = stage(_clone(current))
-            report.passed.append(stage.name)
-            continue
-        except StageError as e:
-            result, found, error = scan_stage(stage, current, e)
-        report.unsupported += found
-        if result is None:
-            report.stopped_at = stage.name
-            if error is not None:
-                report.errors.append(str(error))
-            return report
-        current = result
-    if target is not None and not report.unsupported:
-        try:
-            compiler.compile_to_vmfb(bridge.to_iree_bytecode(current), target)
-            report.passed.append(compiler.STAGE)
-        except StageError as e:
-            report.unsupported += [UnsupportedOp(d.op or "?", compiler.STAGE, d.location,
-                                                 _first_line(d.message)) for d in e.diagnostics if d.op]
-            if not any(d.op for d in e.diagnostics):
-                report.stopped_at = compiler.STAGE
-                report.errors.append(str(e))
-    return report
-
-
-def _clone(module: Any) -> Any:
+def clone_module(module: Any) -> Any:
     """A new module of the same build holding a copy of ``module`` (a Module or its op)."""
     op = module.operation
-    ir = Build.TORCH_MLIR.ir if type(op).__module__.startswith("torch_mlir") else Build.IREE.ir
+    ir = Build.of_object(op).ir
     with op.context:
         return ir.Module.parse(op.get_asm(enable_debug_info=True, print_generic_op_form=True))

@@ -10,47 +10,65 @@ source line, and points at a saved copy of the stage's input to replay the failu
 from __future__ import annotations
 
 import contextvars
-import hashlib
-import os
 import re
 import shlex
-import shutil
-import sys
-import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
+from .. import registry
+from ..diagnostics import Diagnostic, DiagnosticCapture, diagnostics_of
+from ..errors import LowerkitError, StageError, UnsupportedError
+from ..ir import Build, module_asm
+from ..reproducer import save_reproducer, tool
 from . import isolation, replay
-from .build import Build, DiagnosticCapture, diagnostics_of, module_asm
-from .errors import LowerkitError, OpDiagnostic, StageError, UnsupportedError
+from .scan import is_refusal, offending_ops
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
-def reproducer_dir() -> Path:
-    d = Path(os.environ.get("LOWERKIT_REPRO_DIR") or Path(tempfile.gettempdir()) / "lowerkit-repro")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+def check_stage_name(name: str) -> str:
+    """Stage names are kebab-case: they are pass arguments and file names of dumps."""
+    if not _KEBAB.match(name):
+        raise ValueError(f"stage names are kebab-case (like 'lower-my-op'), got {name!r}")
+    return name
 
 
-def save_reproducer(stage: str, asm: str, suffix: str = ".mlir") -> Path:
-    """Write a failing stage's input where the user can replay it; the name is content-addressed."""
-    digest = hashlib.sha256(asm.encode()).hexdigest()[:12]
-    path = reproducer_dir() / f"{stage}-{digest}{suffix}"
-    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-    tmp.write_text(asm)
-    os.replace(tmp, path)
-    return path
-
-
-class Stage:
-    """Base of every stage: a kebab-case ``name``, the ``build`` it runs in, and ``apply``."""
+@dataclass
+class StageRecord:
+    """What one stage did: how long it took and which ops its output holds."""
 
     name: str
     build: Build
-    # Run in a forked child (see lowerkit.isolation): for stages of native passes that can crash.
+    seconds: float
+    ops: Counter
+    ir: str | None = None  # the stage's output, constants elided, when kept
+
+    @property
+    def op_count(self) -> int:
+        return sum(self.ops.values())
+
+    def dialects(self) -> Counter:
+        out: Counter = Counter()
+        for name, n in self.ops.items():
+            out[name.split(".", 1)[0]] += n
+        return out
+
+
+class Stage:
+    """Base of every stage: a kebab-case ``name``, the ``build`` it runs in, and ``apply``.
+
+    A dataclass kind inherits ``__post_init__``, which checks the name."""
+
+    name: str
+    build: Build
+    # Run in a forked child (see lowerkit.stages.isolation): for native passes that can crash.
     isolated: bool = False
+
+    def __post_init__(self) -> None:
+        check_stage_name(self.name)
 
     def apply(self, module: Any) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -83,7 +101,7 @@ class Stage:
         except LowerkitError:
             raise
         except isolation.ChildCrashed as e:
-            raise self.failure(backup, [OpDiagnostic(
+            raise self.failure(backup, [Diagnostic(
                 f"the stage {e.how} (a native crash inside MLIR, isolated from this process)")],
                 e.how) from None
         except Exception as e:
@@ -100,12 +118,12 @@ class Stage:
             raise StageError(
                 self.name,
                 f"runs in {self.build.value}'s MLIR but was given a module of {other}; "
-                "modules cross between the builds only through lowerkit.bridge",
+                "modules cross between the builds only through lowerkit.iree.bridge",
             )
 
-    def failure(self, backup: Any, diagnostics: list[OpDiagnostic], summary: str) -> StageError:
-        from .coverage import is_refusal, offending_ops  # every failing op, not only the first
-
+    def failure(self, backup: Any, diagnostics: list[Diagnostic], summary: str) -> StageError:
+        """The error of a failed run: every failing op of the stage (not only the first), a
+        saved reproducer and the command that replays it."""
         every = offending_ops(self, backup, diagnostics)
         if every is not diagnostics:
             diagnostics, summary = every, _summary(None, every)
@@ -123,20 +141,9 @@ class Stage:
         return f"{type(self).__name__}({self.name!r}, {self.build.value})"
 
 
-def tool(name: str) -> str:
-    """How a shell finds one of the toolchain's commands: by name when it is on PATH, else by
-    its path beside this interpreter (a virtual environment that is not activated)."""
-    beside = Path(sys.executable).parent / name
-    if shutil.which(name) is None and beside.exists():
-        return str(beside)
-    return name
-
-
 def _fresh_registry_has(stage: "Stage") -> bool:
     """Whether a fresh ``lowerkit-opt --pass=NAME`` builds this very stage: a built-in or
     entry-point pass (not one registered at run time) whose factory gives an equal stage."""
-    from . import registry
-
     if stage.name not in registry.passes or stage.name not in registry.passes._lazy:
         return False
     try:
@@ -145,7 +152,7 @@ def _fresh_registry_has(stage: "Stage") -> bool:
         return False
 
 
-def _summary(error: Exception, diags: list[OpDiagnostic]) -> str:
+def _summary(error: Exception, diags: list[Diagnostic]) -> str:
     ops = sorted({d.op for d in diags if d.op})
     what = f" on {', '.join(ops)}" if ops else ""
     return f"{len(diags)} error(s){what}" if diags else f"{type(error).__name__}: {error}"
@@ -170,12 +177,6 @@ def _is_module(obj: Any) -> bool:
         return False
 
 
-def _check_name(name: str) -> str:
-    if not _KEBAB.match(name):
-        raise ValueError(f"stage names are kebab-case (like 'lower-my-op'), got {name!r}")
-    return name
-
-
 @dataclass(repr=False)
 class PassPipelineStage(Stage):
     """A textual MLIR pass pipeline, e.g. ``builtin.module(canonicalize,cse)``."""
@@ -186,7 +187,7 @@ class PassPipelineStage(Stage):
     isolated: bool = True
 
     def __post_init__(self):
-        _check_name(self.name)
+        super().__post_init__()
         if not self.pipeline.startswith("builtin.module("):
             self.pipeline = f"builtin.module({self.pipeline})"
 
@@ -222,8 +223,14 @@ class PythonPassStage(Stage):
     op_name: str = ""
     description: str = ""
 
-    def __post_init__(self):
-        _check_name(self.name)
+    @classmethod
+    def from_module(cls, module: ModuleType, run: Callable[[Any], Any] | None = None,
+                    build: Build | None = None) -> "PythonPassStage":
+        """The stage of one of lowerkit's pass modules (`lowerkit.passes`): its ``NAME``, first
+        docstring line and ``BUILD``; ``run(op)`` replaces ``module.run`` to give it options."""
+        fn = module.run if run is None else (lambda op, _pass: run(op))
+        return cls(module.NAME, fn, build=build or Build(getattr(module, "BUILD", "torch-mlir")),
+                   description=module.__doc__.splitlines()[0])
 
     def apply(self, module: Any) -> Any:
         module.context.emit_error_diagnostics = True
@@ -242,9 +249,6 @@ class FunctionStage(Stage):
     name: str
     fn: Callable[[Any], Any]
     build: Build = Build.TORCH_MLIR
-
-    def __post_init__(self):
-        _check_name(self.name)
 
     def apply(self, module: Any) -> Any:
         return self.fn(module)

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .build import Build, parse_module_source
-from .errors import StageError
-from .irdl import load_dialects
-from .stage import Stage, _check_name, tool
+from ..dialects.irdl import load_dialects
+from ..errors import StageError
+from ..ir import Build, parse_module_source
+from ..reproducer import tool
+from .stage import Stage
 
 
 @dataclass(repr=False)
@@ -29,9 +30,6 @@ class TransformStage(Stage):
     build: Build = Build.TORCH_MLIR
 
     dialects: Sequence[str] = ()  # IRDL dialects (by name) loaded before the stage runs
-
-    def __post_init__(self):
-        _check_name(self.name)
 
     def script_module(self, context: Any) -> Any:
         return parse_module_source(self.build, self.script, context)

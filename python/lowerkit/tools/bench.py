@@ -33,6 +33,10 @@ from typing import Any, Callable
 
 import torch
 
+from .. import api
+from ..target import CPU_SPEED_FLAGS
+from ..zoo import models
+
 CONTENDERS = ("eager", "torch.compile", "lowerkit")
 
 
@@ -83,8 +87,6 @@ def run_metadata(command: str | None = None) -> dict:
     unless given), the date, the CPU, the thread counts, the load, the toolchain and the CPU
     target's iree-compile flags. A README figure is only as good as this record (issue 16)."""
     from importlib import metadata
-
-    from lowerkit.target import CPU_SPEED_FLAGS
 
     def version(dist: str) -> str | None:
         try:
@@ -221,16 +223,14 @@ def _compile_lowerkit(model, args, kwargs, target: str, result: "BenchResult"):
     global _CACHE_DIR
     import tempfile
 
-    import lowerkit
-
     options = {}
-    if "cache" in inspect.signature(lowerkit.compile).parameters:
+    if "cache" in inspect.signature(api.compile).parameters:
         if _CACHE_DIR is None:
             _CACHE_DIR = tempfile.mkdtemp(prefix="lowerkit-bench-cache-")
         options["cache"] = _CACHE_DIR
     for label in ("cold", "cached"):
         start = time.perf_counter()
-        art = lowerkit.compile(model, args, kwargs, target=target, **options)
+        art = api.compile(model, args, kwargs, target=target, **options)
         getattr(result, f"compile_{label}")["lowerkit"] = time.perf_counter() - start
     for _ in range(3):
         art(*args, **kwargs)
@@ -347,8 +347,6 @@ def bench_model(name: str, model, args, kwargs=None, *, target: str = "cpu",
 def zoo_models(include_slow: bool = False) -> list[str]:
     """The zoo models `lowerkit bench zoo` times: not the GEMM (a line of its own), not the
     known failures."""
-    from lowerkit.zoo import models
-
     return [m.name for m in models(include_slow=include_slow)
             if "gemm" not in m.tags and "known-failure" not in m.tags]
 

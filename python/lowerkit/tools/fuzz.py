@@ -16,7 +16,7 @@ Each run ends in one verdict (`Outcome.kind`): ``passed``; ``unsupported``, an
 ``vulkan`` target); and the failures: ``wrong`` (numbers, dtypes or shapes differ from eager),
 ``crash`` (a native crash of iree-compile or of an isolated stage) and ``error`` (any other
 exception, from lowerkit's own code or not: a bug in a pass, invalid IR for iree-compile).
-Floats are compared relative to each output's scale (`lowerkit.numerics`): float32 at its
+Floats are compared relative to each output's scale (`lowerkit.runtime.numerics`): float32 at its
 default, float16's looser tolerance only for outputs that depend on a float16 value.
 """
 
@@ -29,8 +29,10 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from .errors import UnsupportedError
-from .numerics import Tolerance, compare, tolerance_for
+from .. import api
+from ..errors import UnsupportedError
+from ..runtime.executable import usable_drivers
+from ..runtime.numerics import Tolerance, compare, tolerance_for
 
 try:  # hypothesis is a test-time dependency; `Program` and `run_program` work without it
     from hypothesis import strategies as st
@@ -98,7 +100,7 @@ class Program:
 
     def function(self) -> Callable:
         namespace = {"torch": torch, "F": F}
-        exec(compile(self.source, "<lowerkit.fuzz program>", "exec"), namespace)
+        exec(compile(self.source, "<lowerkit.tools.fuzz program>", "exec"), namespace)
         return namespace["program"]
 
     def make_inputs(self) -> tuple[torch.Tensor, ...]:
@@ -205,14 +207,12 @@ def _is_crash(e: BaseException) -> bool:
 
 def run_program(program: Program, target: str = "cpu", cache: Any = None) -> Outcome:
     """Compile ``program`` with lowerkit for ``target``, run it and compare with eager."""
-    import lowerkit
-
     fn = program.function()
     args = program.make_inputs()
     with torch.no_grad():
         expected = fn(*args)
     try:
-        art = lowerkit.compile(fn, args, target=target, cache=cache)
+        art = api.compile(fn, args, target=target, cache=cache)
         got = art(*args)
     except UnsupportedError as e:  # a deliberate refusal: the only error that is not a failure
         return Outcome("unsupported", _message(e), target, program)
@@ -246,8 +246,6 @@ def check_program(program: Program, target: str = "cpu", cache: Any = None) -> O
 def fuzz_targets() -> list[str]:
     """``cpu``, and where IREE's vulkan driver opens a device here ``vulkan:llvmpipe`` and
     ``vulkan`` (IREE's portable target: 32-bit storage only, so `widen-narrow-io` runs)."""
-    from .runtime import usable_drivers
-
     targets = ["cpu"]
     if os.environ.get("LOWERKIT_FUZZ_VULKAN", "1") != "0" and "vulkan" in usable_drivers():
         targets += ["vulkan:llvmpipe", "vulkan"]

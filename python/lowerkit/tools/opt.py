@@ -13,9 +13,16 @@ import importlib.util
 import re
 import sys
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .. import registry
+from ..diagnostics import Diagnostic
+from ..dialects.irdl import dialects_used_in, load_dialects
+from ..errors import LowerkitError, StageError
+from ..ir import Build, module_asm
+from ..stages.crossing import with_crossing
+from ..stages.stage import PassPipelineStage
 
 SPLIT_MARKER = re.compile(r"^// -----\s*$", re.M)
 _LOC = re.compile(r'"([^"]*)":(\d+):(\d+)')
@@ -24,20 +31,11 @@ _EXPECTED = re.compile(
 )
 
 
-@dataclass
-class Diagnostic:
-    severity: str  # error, warning, remark, note
-    message: str
-    file: str | None = None
-    line: int | None = None
-    col: int | None = None
-    fallback: bool = False  # a summary standing in for diagnostics MLIR did not attach
-
-    def render(self) -> str:
-        where = self.file or "<unknown>"
-        if self.line is not None:
-            where += f":{self.line}" + (f":{self.col}" if self.col is not None else "")
-        return f"{where}: {self.severity}: {self.message}"
+def _diag(severity: str, message: str, file: str | None = None, line: int | None = None,
+          col: int | None = None, fallback: bool = False) -> Diagnostic:
+    """A diagnostic at ``file:line:col`` of the MLIR input, as mlir-opt prints them."""
+    return Diagnostic(message, location=file, severity=severity, line=line, col=col,
+                      fallback=fallback)
 
 
 class Failed(Exception):
@@ -59,11 +57,11 @@ class Chunk:
     def diagnostic(self, severity: str, message: str, location: Any) -> Diagnostic:
         m = _LOC.search(str(location)) if location is not None else None
         if not m:
-            return Diagnostic(severity, message, self.filename)
+            return _diag(severity, message, self.filename)
         file, line, col = m.group(1), int(m.group(2)), int(m.group(3))
         if file == "-":
-            return Diagnostic(severity, message, self.filename, line + self.line_offset, col)
-        return Diagnostic(severity, message, file, line, col)
+            return _diag(severity, message, self.filename, line + self.line_offset, col)
+        return _diag(severity, message, file, line, col)
 
     def from_mlir_error(self, error: Exception, fallback: str) -> list[Diagnostic]:
         out = []
@@ -73,7 +71,7 @@ class Chunk:
                 if "see current operation" not in note.message:
                     out.append(self.diagnostic("note", note.message, note.location))
         if not out:
-            out.append(Diagnostic("error", f"{fallback}: {getattr(error, 'message', error)}",
+            out.append(_diag("error", f"{fallback}: {getattr(error, 'message', error)}",
                                   self.filename, fallback=True))
         return out
 
@@ -126,9 +124,6 @@ def _option_value(v: str) -> Any:
 
 
 def build_stages(args: argparse.Namespace) -> list:
-    from . import registry
-    from .stage import PassPipelineStage
-
     stages: list = []
     if args.pipeline:
         stages.extend(registry.pipelines.get(args.pipeline).leaf_stages())
@@ -148,7 +143,7 @@ def build_stages(args: argparse.Namespace) -> list:
 
 def _user_frame(error: BaseException) -> str | None:
     """``file:line`` of the innermost frame outside lowerkit and the MLIR packages."""
-    here = str(Path(__file__).parent)
+    here = str(Path(__file__).parents[1])  # the lowerkit package
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         if not frame.filename.startswith(here) and "site-packages" not in frame.filename:
             return f"{frame.filename}:{frame.lineno}"
@@ -159,8 +154,6 @@ def new_context(chunk: Chunk, stages: list, extra_dialects: list[str]) -> Any:
     from torch_mlir import ir
     from torch_mlir.dialects import torch as torch_dialect
 
-    from .irdl import dialects_used_in, load_dialects
-
     ctx = ir.Context()
     torch_dialect.register_dialect(ctx)
     names = [*extra_dialects, *dialects_used_in(chunk.text)]
@@ -169,17 +162,13 @@ def new_context(chunk: Chunk, stages: list, extra_dialects: list[str]) -> Any:
     try:
         load_dialects(ctx, dict.fromkeys(names))
     except Exception as e:
-        raise Failed([Diagnostic("error", f"cannot load dialect: {e}", chunk.filename)]) from None
+        raise Failed([_diag("error", f"cannot load dialect: {e}", chunk.filename)]) from None
     return ctx
 
 
 def run_chunk(chunk: Chunk, stages: list, args: argparse.Namespace, notes: list[Diagnostic]) -> str:
     """Parse and lower one chunk; returns its printed IR or raises Failed."""
     from torch_mlir import ir
-
-    from . import bridge
-    from .build import Build, module_asm
-    from .errors import LowerkitError, StageError
 
     ctx = new_context(chunk, stages, args.dialects)
     ctx.emit_error_diagnostics = True
@@ -195,20 +184,18 @@ def run_chunk(chunk: Chunk, stages: list, args: argparse.Namespace, notes: list[
     except ir.MLIRError as e:
         raise Failed(chunk.from_mlir_error(e, "cannot parse the input")) from None
 
-    for stage in stages:
+    for stage in with_crossing(stages, Build.TORCH_MLIR):
         try:
-            if stage.build is Build.IREE and Build.of(module) is Build.TORCH_MLIR:
-                module = bridge.torch_mlir_to_iree(module)
             with module.context:
                 result = stage.apply(module)
             module = module if result is None else result
         except StageError as e:
-            diags = [Diagnostic("error", f"stage '{e.stage}' failed: {e.summary}", chunk.filename)]
+            diags = [_diag("error", f"stage '{e.stage}' failed: {e.summary}", chunk.filename)]
             for d in e.diagnostics:
-                diags.append(Diagnostic("note", str(d), chunk.filename))
+                diags.append(_diag("note", str(d), chunk.filename))
             raise Failed(diags) from None
         except LowerkitError as e:
-            raise Failed([Diagnostic("error", f"stage '{stage.name}': {e}", chunk.filename)]) from None
+            raise Failed([_diag("error", f"stage '{stage.name}': {e}", chunk.filename)]) from None
         except Exception as e:
             if hasattr(e, "error_diagnostics"):
                 diags = chunk.from_mlir_error(e, f"stage '{stage.name}' failed")
@@ -216,10 +203,10 @@ def run_chunk(chunk: Chunk, stages: list, args: argparse.Namespace, notes: list[
                     diags[0].message = f"stage '{stage.name}' failed: {diags[0].message}"
                 raise Failed(diags) from None
             where = _user_frame(e)
-            diags = [Diagnostic("error", f"stage '{stage.name}' raised {type(e).__name__}: {e}",
+            diags = [_diag("error", f"stage '{stage.name}' raised {type(e).__name__}: {e}",
                                 chunk.filename)]
             if where:
-                diags.append(Diagnostic("note", "raised here", *_split_where(where)))
+                diags.append(_diag("note", "raised here", *_split_where(where)))
             raise Failed(diags) from None
         if args.print_ir_after_all:
             sys.stderr.write(f"// -----// IR Dump After {stage.name} //----- //\n")
@@ -240,7 +227,7 @@ def expected_diagnostics(chunk: Chunk) -> list[Diagnostic]:
             if m.group(2):
                 rel = m.group(2)[1:]
                 target = i - 1 if rel == "above" else i + 1 if rel == "below" else i + int(rel)
-            out.append(Diagnostic(m.group(1), m.group(3), chunk.filename, target + chunk.line_offset))
+            out.append(_diag(m.group(1), m.group(3), chunk.filename, target + chunk.line_offset))
     return out
 
 
@@ -252,7 +239,7 @@ def verify(chunk: Chunk, actual: list[Diagnostic]) -> list[str]:
         match = next((a for a in remaining if a.severity == exp.severity and a.line == exp.line
                       and exp.message in a.message), None)
         if match is None:
-            problems.append(f"{exp.file}:{exp.line}: error: expected {exp.severity} "
+            problems.append(f"{exp.location}:{exp.line}: error: expected {exp.severity} "
                             f"\"{exp.message}\" was not produced")
         else:
             remaining.remove(match)
@@ -263,8 +250,6 @@ def verify(chunk: Chunk, actual: list[Diagnostic]) -> list[str]:
 
 
 def list_registered() -> str:
-    from . import registry
-
     lines = []
     for title, reg in (("pipelines", registry.pipelines), ("passes", registry.passes),
                        ("dialects", registry.dialects), ("custom-ops", registry.custom_ops)):
@@ -288,16 +273,16 @@ def load_user_file(path: str) -> None:
     p = Path(path)
     spec = importlib.util.spec_from_file_location(f"lowerkit_user_{p.stem}", p)
     if spec is None or spec.loader is None:
-        raise Failed([Diagnostic("error", "cannot load as a Python file", path)])
+        raise Failed([_diag("error", "cannot load as a Python file", path)])
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     try:
         spec.loader.exec_module(module)
     except Exception as e:
-        diags = [Diagnostic("error", f"--load failed: {type(e).__name__}: {e}", path)]
+        diags = [_diag("error", f"--load failed: {type(e).__name__}: {e}", path)]
         where = _user_frame(e)
         if where:
-            diags.append(Diagnostic("note", "raised here", *_split_where(where)))
+            diags.append(_diag("note", "raised here", *_split_where(where)))
         raise Failed(diags) from None
 
 
