@@ -203,63 +203,85 @@ def import_program(
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
     leaves, in_spec = pytree.tree_flatten((args, kwargs))
-    in_leaves: list[Leaf] = []
-    for v in leaves:
-        if isinstance(v, torch.Tensor):
-            in_leaves.append(TensorSpec(tuple(v.shape), v.dtype))
-        elif isinstance(v, (int, float, bool, str, type(None))):
-            in_leaves.append(Constant(v))
-        else:
-            raise IngressError(
-                f"argument of type {type(v).__name__} is not supported: pass tensors, Python "
-                "scalars or None (nested in tuples, lists or dicts)"
-            )
+    in_leaves = _input_leaves(leaves)
     tensors = [v for v in leaves if isinstance(v, torch.Tensor)]
     dyn = _leaf_dynamic_specs(args, kwargs, dynamic_shapes, fn)
     captured: dict[str, Any] = {}
     wrapper = _TensorLeavesProgram(fn, in_spec, in_leaves, captured)
     _keep_frames_of(fn)
-    try:
-        exported = torch.export.export(
-            wrapper,
-            tuple(tensors),
-            dynamic_shapes=(tuple(dyn),) if dyn else None,
-            strict=False,
-        )
-    except Exception as e:  # torch.export raises many types; all mean "could not export"
-        raise IngressError(f"stage 'torch-export' failed: {type(e).__name__}: {e}") from e
-
-    # Buffers the program mutates (running statistics, counters, caches) become explicit
-    # state: inputs and trailing outputs of the compiled function, kept by the Artifact.
-    # torch.export keeps in-place ops; decomposition functionalises them, and only then are
-    # mutated buffers and inputs known. torch-mlir's importer is then told not to decompose.
-    as_exported = exported
-    exported = _decompose(exported)
-    state: dict[str, torch.Tensor] = {}
-    mutated = sorted(set(exported.graph_signature.buffers_to_mutate.values()))
-    if mutated:
-        buffers = dict(wrapper.named_buffers())
-        state = {name: buffers[name].detach().clone() for name in mutated}
-        stateful = _StatefulProgram(wrapper, list(state), len(tensors))
-        try:
-            exported = torch.export.export(
-                stateful, tuple(tensors) + tuple(state.values()),
-                dynamic_shapes=(tuple(dyn) + (None,) * len(state),) if dyn else None,
-                strict=False,
-            )
-            exported = _decompose(exported)
-        except Exception as e:
-            raise IngressError(
-                f"stage 'torch-export' failed on a program that mutates its buffers "
-                f"{mutated}: {type(e).__name__}: {e}") from e
+    as_exported = _export(wrapper, tensors, dyn, "")
+    exported, state = _with_explicit_state(_decompose(as_exported), wrapper, tensors, dyn)
     _keep_non_persistent_buffers(exported)
-    # Inputs the program changes in place: their new values lead the outputs; a call copies
-    # them back into the caller's tensors, as eager would have changed them.
+    signature = _call_signature(exported, in_spec, in_leaves, captured, dyn, state)
+    try:
+        # issue 7: weights go in as raw bytes (tensor_literals), not through tolist() (~8 s on ResNet-18).
+        module = fx.export_and_import(exported, output_type="raw", func_name="main",
+                                      decomposition_table={},
+                                      hooks=TensorLiteralHooks())
+    except Exception as e:
+        raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e
+    return ImportedProgram(module, signature, exported, time.perf_counter() - start, state,
+                           as_exported)
+
+
+def _input_leaves(leaves: list) -> list[Leaf]:
+    """Tensors become specs, Python scalars constants baked into the program."""
+    out: list[Leaf] = []
+    for v in leaves:
+        if isinstance(v, torch.Tensor):
+            out.append(TensorSpec(tuple(v.shape), v.dtype))
+        elif isinstance(v, (int, float, bool, str, type(None))):
+            out.append(Constant(v))
+        else:
+            raise IngressError(
+                f"argument of type {type(v).__name__} is not supported: pass tensors, Python "
+                "scalars or None (nested in tuples, lists or dicts)"
+            )
+    return out
+
+
+def _export(program: torch.nn.Module, inputs: list, dyn: list, why: str) -> Any:
+    """``torch.export`` (non-strict); any failure is the user's program not exporting."""
+    try:
+        return torch.export.export(program, tuple(inputs),
+                                   dynamic_shapes=(tuple(dyn) + (None,) * (len(inputs) - len(dyn)),)
+                                   if dyn else None,
+                                   strict=False)
+    except Exception as e:  # torch.export raises many types; all mean "could not export"
+        raise IngressError(f"stage 'torch-export' failed{why}: {type(e).__name__}: {e}") from e
+
+
+def _with_explicit_state(exported: Any, wrapper: "_TensorLeavesProgram", tensors: list,
+                         dyn: list) -> tuple[Any, dict[str, torch.Tensor]]:
+    """Buffers the program mutates (running statistics, counters, caches) become explicit
+    state: inputs and trailing outputs of the compiled function, kept by the Artifact.
+
+    torch.export keeps in-place ops; decomposition functionalises them, and only then are
+    mutated buffers and inputs known. torch-mlir's importer is then told not to decompose."""
+    mutated = sorted(set(exported.graph_signature.buffers_to_mutate.values()))
+    if not mutated:
+        return exported, {}
+    buffers = dict(wrapper.named_buffers())
+    state = {name: buffers[name].detach().clone() for name in mutated}
+    stateful = _StatefulProgram(wrapper, list(state), len(tensors))
+    again = _export(stateful, [*tensors, *state.values()], dyn,
+                    f" on a program that mutates its buffers {mutated}")
+    try:
+        return _decompose(again), state
+    except Exception as e:
+        raise IngressError(
+            f"stage 'torch-export' failed on a program that mutates its buffers "
+            f"{mutated}: {type(e).__name__}: {e}") from e
+
+
+def _call_signature(exported: Any, in_spec: Any, in_leaves: list[Leaf], captured: dict,
+                    dyn: list, state: dict[str, torch.Tensor]) -> CallSignature:
+    """What a call takes and returns, read off the exported graph: dynamic dims named after
+    the user's Dim where given; inputs changed in place lead the outputs (a call copies them
+    back into the caller's tensors, as eager would have changed them)."""
     user_inputs_all = list(exported.graph_signature.user_inputs)
     mutated_inputs = [user_inputs_all.index(name) for name in
                       exported.graph_signature.user_inputs_to_mutate.values()]
-
-    # Dynamic dimensions: name them after the user's Dim where given.
     user_inputs = [
         n for n in exported.graph.nodes
         if n.op == "placeholder" and n.name in exported.graph_signature.user_inputs
@@ -276,28 +298,16 @@ def import_program(
     in_leaves = [next(it) if isinstance(l, TensorSpec) else l for l in in_leaves]
 
     out_nodes = [n for n in exported.graph.nodes if n.op == "output"][0].args[0]
-    out_nodes = out_nodes[len(mutated_inputs):]
-    out_vals = [n.meta["val"] for n in out_nodes]
-    it_out = iter(out_vals)
+    out_vals = iter(n.meta["val"] for n in out_nodes[len(mutated_inputs):])
     out_leaves: list[Leaf] = []
     for l in captured["out_leaves"]:
         if l is None:
-            v = next(it_out)
+            v = next(out_vals)
             out_leaves.append(
                 TensorSpec(tuple(d if isinstance(d, int) else str(d) for d in v.shape), v.dtype)
             )
         else:
             out_leaves.append(l)
-    signature = CallSignature(in_spec, in_leaves, captured["out_spec"], out_leaves,
-                              state=[TensorSpec(tuple(v.shape), v.dtype) for v in state.values()],
-                              mutated_inputs=mutated_inputs)
-
-    try:
-        # issue 7: weights go in as raw bytes (tensor_literals), not through tolist() (~8 s on ResNet-18).
-        module = fx.export_and_import(exported, output_type="raw", func_name="main",
-                                      decomposition_table={},
-                                      hooks=TensorLiteralHooks())
-    except Exception as e:
-        raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e
-    return ImportedProgram(module, signature, exported, time.perf_counter() - start, state,
-                           as_exported)
+    return CallSignature(in_spec, in_leaves, captured["out_spec"], out_leaves,
+                         state=[TensorSpec(tuple(v.shape), v.dtype) for v in state.values()],
+                         mutated_inputs=mutated_inputs)

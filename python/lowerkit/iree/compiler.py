@@ -235,30 +235,7 @@ def compile_to_vmfb(
         cmd = [iree_compile_tool(), str(src), *flags, "-o", str(out)]
         replay = [iree_compile_tool(), str(src), *replay_flags, "-o", str(out)]
         started_ns = time.time_ns()
-        start = time.perf_counter()
-        try:
-            if timeout is None:
-                timeout = default_timeout()
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-            if proc.returncode != 0 and _needs_system_linking(proc.stderr, cmd):
-                # f64 math (sin, cos, ...) calls libm, which IREE's embedded ELF cannot link:
-                # link a system library instead, for which IREE uses the host's linker.
-                cmd.insert(-2, SYSTEM_LINKING_FLAG)
-                replay.insert(-2, SYSTEM_LINKING_FLAG)
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise _failure(bytecode, replay, f"timed out after {timeout}s", "") from None
-        seconds = time.perf_counter() - start
-        if proc.returncode != 0:
-            if proc.returncode < 0:
-                sig = signal.Signals(-proc.returncode).name
-                summary = f"iree-compile crashed with {sig}"
-            else:
-                summary = f"iree-compile exited with status {proc.returncode}"
-            hint = _hint(proc.stderr, target)
-            refused = bool(hint) and proc.returncode > 0  # a crash is never a refusal
-            raise _failure(bytecode, replay, summary + hint, proc.stderr,
-                           UnsupportedError if refused else StageError)
+        seconds = _run(cmd, replay, bytecode, target, timeout)
         result = CompileResult(out.read_bytes(), seconds, cmd,
                                phase_records(Path(phases_dir), started_ns), executable_files(execs))
         if not keep_phases:
@@ -268,6 +245,36 @@ def compile_to_vmfb(
             for f in result.executables:
                 f.path = None
         return result
+
+
+def _run(cmd: list[str], replay: list[str], bytecode: bytes, target: Target,
+         timeout: float | None) -> float:
+    """Run iree-compile; its seconds, or the StageError (an `UnsupportedError` for what the
+    target cannot do) with the input saved and the command that replays it."""
+    start = time.perf_counter()
+    try:
+        if timeout is None:
+            timeout = default_timeout()
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0 and _needs_system_linking(proc.stderr, cmd):
+            # f64 math (sin, cos, ...) calls libm, which IREE's embedded ELF cannot link:
+            # link a system library instead, for which IREE uses the host's linker.
+            cmd.insert(-2, SYSTEM_LINKING_FLAG)
+            replay.insert(-2, SYSTEM_LINKING_FLAG)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise _failure(bytecode, replay, f"timed out after {timeout}s", "") from None
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        if proc.returncode < 0:
+            summary = f"iree-compile crashed with {signal.Signals(-proc.returncode).name}"
+        else:
+            summary = f"iree-compile exited with status {proc.returncode}"
+        hint = _hint(proc.stderr, target)
+        refused = bool(hint) and proc.returncode > 0  # a crash is never a refusal
+        raise _failure(bytecode, replay, summary + hint, proc.stderr,
+                       UnsupportedError if refused else StageError)
+    return seconds
 
 
 _I64_ILLEGAL = re.compile(r"failed to legalize operation .*i64\b")
