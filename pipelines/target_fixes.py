@@ -1,3 +1,8 @@
+# RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
+# CHECK: cpu: fence-reductions
+# CHECK-NEXT: vulkan: widen-narrow-io, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices
+# CHECK-NEXT: vulkan:llvmpipe: fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices
+# CHECK-NEXT: cuda: fence-reductions
 """target-fixes: what a target needs after any pipeline, for defects of IREE's code for its
 devices.
 
@@ -10,6 +15,8 @@ fenced. ``lowerkit.compile`` and ``lowerkit check`` both build this through the 
 """
 
 from __future__ import annotations
+
+import sys
 
 from lowerkit import Build, Pipeline, PythonPassStage, Target
 from lowerkit.passes import narrow_io, pad_fence, reduction_fence, strided_slice_fence, zero_divisor
@@ -34,3 +41,8 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
     else:  # reductions read two ways, and an argmax read transposed (`fence_for_cpu`)
         stages.append(PythonPassStage.from_module(reduction_fence, reduction_fence.fence_for_cpu))
     return Pipeline("target-fixes", stages, description=__doc__.splitlines()[0])
+
+
+if __name__ == "__main__":  # the stages each target named on the command line gets
+    for spec in sys.argv[1:] or ["cpu"]:
+        print(f"{spec}: {', '.join(build_pipeline(spec).stage_names)}")
