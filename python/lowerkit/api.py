@@ -64,7 +64,8 @@ def compile(
     (``True``, ``{"tol": lowerkit.Tolerance(...)}`` or ``{"rtol": ..., "atol": ...}``;
     see `lowerkit.runtime.verify`).
     ``iree_phases``: record the time and ops of each of IREE's phases for `Artifact.stage_table`
-    (iree-compile prints every phase for it: 15-20 % slower; a dump always records them).
+    (iree-compile prints every phase for it, which costs compile time: the README's
+    compile-time table, column `phases`; a dump always records them).
     """
     if verify:
         art = compile(fn, args, kwargs, target=target, pipeline=pipeline,

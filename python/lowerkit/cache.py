@@ -37,7 +37,8 @@ from .ir import to_bytecode
 from .registry import custom_ops
 from .runtime.artifact import Artifact
 from .stages.pipeline import Pipeline
-from .target import Target, host_dependent_cpu_flags, resolve_host_cpu
+from . import target as targets  # by module: which CPU "host" is, looked up at each key
+from .target import Target
 
 ENV = "LOWERKIT_CACHE_DIR"
 KEY_FORMAT = 2                   # bump when the key's recipe changes
@@ -140,7 +141,7 @@ def cache_key(
     flags: Sequence[str] = (),
 ) -> str:
     """The hex digest naming one compilation."""
-    host_flags = host_dependent_cpu_flags([*target.flags, *flags])
+    host_flags = targets.host_dependent_cpu_flags([*target.flags, *flags])
     recipe = {
         "key_format": KEY_FORMAT,
         "signature": signature.to_json(),
@@ -148,7 +149,7 @@ def cache_key(
         "custom_op_lowerings": _custom_op_lowerings(),
         "target": target.to_json(),
         "flags": list(flags),
-        "host_cpu": resolve_host_cpu(host_flags) if host_flags else None,
+        "host_cpu": targets.resolve_host_cpu(host_flags) if host_flags else None,
         "versions": toolchain_versions(),
     }
     h = hashlib.sha256()

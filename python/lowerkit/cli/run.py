@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", default=None, help="save the compiled artifact to this file")
     p.add_argument("--phases", action="store_true",
                    help="also time IREE's twelve phases, in the table (iree-compile prints each: "
-                        "15-20%% slower; implies --no-cache)")
+                        "a slower compile; implies --no-cache)")
     p.add_argument("--no-cache", action="store_true",
                    help="compile even if the compile cache holds this program (cold timings)")
 

@@ -204,7 +204,8 @@ def compile_to_vmfb(
     """Compile MLIR bytecode (linalg on tensors) for ``target``; raise StageError on failure.
 
     ``phases`` records IREE's phases (time and ops of each, from their dumps): printing twelve
-    modules costs iree-compile 15-20 % more time (ResNet-18), so it is asked for, not default.
+    modules costs iree-compile time (the README's compile-time table, column `phases`), so it
+    is asked for, not default.
     ``phases_dir``/``executables_dir`` keep IREE's phase dumps and every executable file
     (sources, LLVM IR, assembly, binaries) there instead of in a scratch folder (a
     ``phases_dir`` implies ``phases``); ``print_passes_dir`` receives the IR after every pass
