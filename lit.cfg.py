@@ -32,7 +32,7 @@ config.substitutions.append(("%lowerkit", shutil.which("lowerkit", path=bindir) 
 # Features: IREE runtime drivers that can open a device here.
 try:
     probe = subprocess.run(
-        [python, "-c", "import lowerkit.runtime as r; print(' '.join(r.usable_drivers()))"],
+        [python, "-c", "import lowerkit.runtime.executable as r; print(' '.join(r.usable_drivers()))"],
         capture_output=True, text=True, timeout=60,
     )
     for driver in probe.stdout.split():

@@ -56,7 +56,7 @@ def _measure(parts: dict, rounds: int, calls: int) -> dict[str, float]:
 
 def _parts(art, args) -> dict:
     """The parts of one call of ``art`` (an Artifact on a host driver), each a function."""
-    from lowerkit import runtime
+    from lowerkit.runtime import executable as runtime
 
     exe = art.executable
     for _ in range(20):  # decide the driver (`runtime._HostPath`)
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     from rich.table import Table
 
     import lowerkit
-    from lowerkit.bench import run_metadata
+    from lowerkit.tools.bench import run_metadata
     from lowerkit.zoo import ZOO
 
     torch.set_num_threads(opts.threads)

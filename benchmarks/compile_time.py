@@ -12,7 +12,7 @@ off, so that load from other processes falls on every variant alike. Variants: `
 ``iree-defaults`` (the cpu target without ``lowerkit.target.CPU_SPEED_FLAGS``) and ``cached``
 (a compile through a warm compile cache). ``--calls`` also times each variant's artifact.
 Reports the load average too: timings taken on a busy machine are only comparable inside one
-run. ``--json`` stores the medians with the run's provenance (``lowerkit.bench.run_metadata``)
+run. ``--json`` stores the medians with the run's provenance (``lowerkit.tools.bench.run_metadata``)
 for ``benchmarks/readme.py``.
 """
 
@@ -106,7 +106,7 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from lowerkit.bench import run_metadata
+    from lowerkit.tools.bench import run_metadata
 
     meta = run_metadata()  # before the run: its load average, not the run's own
     cache_dir = tempfile.mkdtemp(prefix="lowerkit-ct-cache-")

@@ -7,7 +7,7 @@
 Every table of figures in the README sits between ``<!-- results:NAME -->`` and
 ``<!-- /results -->`` and is rendered here from the JSON files that the benchmark scripts
 write (``lowerkit bench --json``, ``benchmarks/compile_time.py --json``,
-``benchmarks/call_floor.py --json``), each with its provenance (``lowerkit.bench.run_metadata``:
+``benchmarks/call_floor.py --json``), each with its provenance (``lowerkit.tools.bench.run_metadata``:
 commit, CPU model and flags, thread counts, date, command). A block whose files are not stored
 yet renders as a placeholder that names the command producing them. A stored run taken with
 other iree-compile flags for the cpu target than lowerkit's current ``CPU_SPEED_FLAGS`` is
@@ -113,7 +113,7 @@ def load_result(results: Path, name: str) -> dict:
 def _check_whole_zoo(path: Path, data: dict) -> None:
     """A zoo table and its geomeans stand for the zoo: a run of some models, or of an older
     zoo, does not."""
-    from lowerkit.bench import zoo_models
+    from lowerkit.tools.bench import zoo_models
 
     ran = [m["model"] for m in data["models"]]
     expected = zoo_models(include_slow=False)

@@ -1,5 +1,5 @@
 // fused: high-level ops that torch decomposes, kept whole so a lowering can fuse them.
-// Loaded by name (`lowerkit-opt --dialect=fused`, lowerkit.irdl.load_dialect(ctx, "fused"));
+// Loaded by name (`lowerkit-opt --dialect=fused`, lowerkit.dialects.irdl.load_dialect(ctx, "fused"));
 // pipelines/fused_ops.py raises torch ops into it and lowers it to linalg.generic.
 irdl.dialect @fused {
   // gelu(x) = x * (1 + erf(x / sqrt(2))) / 2, elementwise on a float tensor.

@@ -29,8 +29,7 @@ import re
 import sys
 from typing import Any
 
-from lowerkit import Pipeline
-from lowerkit.rewrite import ConversionStage, GreedyRewriteStage, pattern
+from lowerkit import ConversionStage, GreedyRewriteStage, Pipeline, pattern, registry
 
 NAME = "torch-to-linalg-fused"
 _VTENSOR = re.compile(r"^!torch\.vtensor<\[([^\]]*)\],(bf16|f16|f32|f64)>$")
@@ -155,9 +154,7 @@ def lower_fused_to_linalg() -> ConversionStage:
 def build_pipeline() -> Pipeline:
     """The default pipeline with gelu/silu raised into ``fused`` (after the backend contract)
     and lowered to linalg before the rest goes to linalg-on-tensors."""
-    from lowerkit.pipelines.torch_to_linalg import build_pipeline as default_pipeline
-
-    stages = default_pipeline().stages
+    stages = registry.pipelines.get("torch-to-linalg").stages
     at = [s.name for s in stages].index("linalg-on-tensors")
     return Pipeline(
         NAME,

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lowerkit import PassPipelineStage, Pipeline, PythonPassStage
-from lowerkit.rewrite import GreedyRewriteStage, PDLStage, pattern
-from lowerkit.transform import TransformStage
+from lowerkit import (GreedyRewriteStage, PassPipelineStage, PDLStage, Pipeline, PythonPassStage,
+                      TransformStage, pattern, registry)
 
 NAME = "stage-kinds"
 
@@ -98,13 +97,11 @@ def count_ops() -> PythonPassStage:
 
 
 def build_pipeline() -> Pipeline:
-    from lowerkit.pipelines.fused_ops import lower_fused_to_linalg
-
     return Pipeline(NAME, [
         PassPipelineStage("canonicalize-cse", "canonicalize,cse"),
         erase_zero_add(),
         fold_double_negation(),
-        lower_fused_to_linalg(),
+        registry.passes.get("lower-fused-to-linalg"),
         mark_linalg_ops(),
         count_ops(),
     ], description="every kind of stage once: pass pipeline, greedy patterns, PDL, conversion, transform, Python pass")

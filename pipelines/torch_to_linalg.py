@@ -52,9 +52,7 @@ from __future__ import annotations
 
 import sys
 
-from lowerkit import PassPipelineStage, Pipeline
-from lowerkit.custom_ops import lower_custom_ops
-from lowerkit.pass_stages import factory
+from lowerkit import PassPipelineStage, Pipeline, registry
 
 NAME = "torch-to-linalg"
 # lowerkit's own passes on the torch dialect, before torch-mlir's backend contract
@@ -68,19 +66,19 @@ def build_pipeline() -> Pipeline:
     return Pipeline(
         NAME,
         [
-            lower_custom_ops(),
-            *(factory(name)() for name in TORCH_FIXES),
+            registry.passes.get("lower-custom-ops"),
+            *(registry.passes.get(name) for name in TORCH_FIXES),
             PassPipelineStage(
                 "torch-backend-contract",
                 "func.func(torch-match-quantized-custom-ops),"
                 "torchdynamo-export-to-torch-backend-pipeline",
             ),
-            factory("batch-unbatched-pooling")(),
+            registry.passes.get("batch-unbatched-pooling"),
             PassPipelineStage(
                 "linalg-on-tensors",
                 "torch-backend-to-linalg-on-tensors-backend-pipeline",
             ),
-            factory("fold-empty-contractions")(),
+            registry.passes.get("fold-empty-contractions"),
         ],
         description="raw torch -> torch backend contract -> linalg on tensors",
     )

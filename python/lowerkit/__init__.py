@@ -3,49 +3,99 @@ test and change from Python.
 
     art = lowerkit.compile(model, (x,), target="cpu")
     y = art(x)
+
+The package follows the data path: `ingress` (PyTorch to the torch dialect), `stages` (stages,
+pipelines, instruments), `passes`, `dialects` (IRDL), `iree` (the crossing and iree-compile),
+`runtime` (the compiled program called with torch tensors), with `tools` and `cli` beside
+them. Names are loaded on first use, so a tool that only reads and rewrites MLIR
+(``lowerkit-opt``) never imports torch.
 """
 
-from .api import compile, resolve_pipeline
-from .artifact import Artifact
-from .cache import CompileCache
-from .build import Build, op_histogram
-from .coverage import CoverageReport, UnsupportedOp, check_program
-from .dump import DumpInstrument
-from .errors import (
-    IngressError,
-    InputError,
-    LowerkitError,
-    OpDiagnostic,
-    PipelineError,
-    RegistryError,
-    StageError,
-    TargetError,
-    UnsupportedError,
-    VerificationError,
-)
-from .ingress import ImportedProgram, import_program
-from .instrument import Instrument
-from .pipeline import Lowering, Pipeline, StageRecord
-from . import registry
-from .registry import Registry
-from .signature import CallSignature, Constant, TensorSpec
-from .stage import FunctionStage, PassPipelineStage, PythonPassStage, Stage
-from .rewrite import ConversionStage, GreedyRewriteStage, Pattern, PDLStage, pattern
-from .transform import TransformStage
-from .irdl import IRDLDialect, load_dialect
-from .custom_ops import custom_op_lowering
-from .runtime import DeviceTensor
-from .target import Target
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "CoverageReport", "UnsupportedOp", "check_program",
-    "Artifact", "CompileCache", "DeviceTensor", "Build", "CallSignature", "Constant", "DumpInstrument", "FunctionStage",
-    "ImportedProgram", "IngressError", "InputError", "Instrument", "Lowering", "LowerkitError",
-    "OpDiagnostic", "PassPipelineStage", "Pipeline", "PythonPassStage", "Registry",
-    "PipelineError", "RegistryError", "Stage", "StageError", "StageRecord", "Target", "TargetError",
-    "TensorSpec", "UnsupportedError", "VerificationError", "compile", "import_program", "op_histogram", "registry", "resolve_pipeline",
-    "ConversionStage", "GreedyRewriteStage", "IRDLDialect", "PDLStage", "Pattern",
-    "TransformStage", "custom_op_lowering", "load_dialect", "pattern",
-]
+from ._version import __version__
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "compile": "api", "resolve_pipeline": "api",
+    "CompileCache": "cache",
+    "Build": "ir", "op_histogram": "ir",
+    "Diagnostic": "diagnostics",
+    "IngressError": "errors", "InputError": "errors", "LowerkitError": "errors",
+    "OpDiagnostic": "errors", "PipelineError": "errors", "RegistryError": "errors",
+    "StageError": "errors", "TargetError": "errors", "UnsupportedError": "errors",
+    "VerificationError": "errors",
+    "Registry": "registry",
+    "Target": "target",
+    "ImportedProgram": "ingress.importer", "import_program": "ingress.importer",
+    "CallSignature": "ingress.signature", "Constant": "ingress.signature",
+    "TensorSpec": "ingress.signature",
+    "Stage": "stages.stage", "StageRecord": "stages.stage", "FunctionStage": "stages.stage",
+    "PassPipelineStage": "stages.stage", "PythonPassStage": "stages.stage",
+    "Pipeline": "stages.pipeline", "Lowering": "stages.pipeline",
+    "CrossingStage": "stages.crossing",
+    "Instrument": "stages.instrument",
+    "DumpInstrument": "stages.dump",
+    "Pattern": "stages.pattern", "pattern": "stages.pattern",
+    "ConversionStage": "stages.rewrite", "GreedyRewriteStage": "stages.rewrite",
+    "PDLStage": "stages.rewrite",
+    "TransformStage": "stages.transform",
+    "custom_op_lowering": "stages.custom_ops",
+    "UnsupportedOp": "stages.scan",
+    "IRDLDialect": "dialects.irdl", "load_dialect": "dialects.irdl",
+    "Artifact": "runtime.artifact",
+    "DeviceTensor": "runtime.executable",
+    "Tolerance": "runtime.numerics",
+    "CoverageReport": "tools.check", "check_program": "tools.check",
+}
+
+__all__ = sorted([*_EXPORTS, "registry"])
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    elif importlib.util.find_spec(f"{__name__}.{name}") is not None:  # lowerkit.registry, ...
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
+    from . import registry
+    from .api import compile, resolve_pipeline
+    from .cache import CompileCache
+    from .diagnostics import Diagnostic
+    from .dialects.irdl import IRDLDialect, load_dialect
+    from .errors import (IngressError, InputError, LowerkitError, OpDiagnostic, PipelineError,
+                         RegistryError, StageError, TargetError, UnsupportedError,
+                         VerificationError)
+    from .ingress.importer import ImportedProgram, import_program
+    from .ingress.signature import CallSignature, Constant, TensorSpec
+    from .ir import Build, op_histogram
+    from .runtime.artifact import Artifact
+    from .runtime.executable import DeviceTensor
+    from .runtime.numerics import Tolerance
+    from .stages.crossing import CrossingStage
+    from .stages.custom_ops import custom_op_lowering
+    from .stages.dump import DumpInstrument
+    from .stages.instrument import Instrument
+    from .stages.pattern import Pattern, pattern
+    from .stages.pipeline import Lowering, Pipeline
+    from .stages.rewrite import ConversionStage, GreedyRewriteStage, PDLStage
+    from .stages.scan import UnsupportedOp
+    from .stages.stage import FunctionStage, PassPipelineStage, PythonPassStage, Stage, StageRecord
+    from .stages.transform import TransformStage
+    from .target import Target
+    from .tools.check import CoverageReport, check_program

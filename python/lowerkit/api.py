@@ -9,18 +9,19 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from . import bridge, compiler, report
-from .artifact import Artifact
+from . import registry
 from .cache import CompileCache, resolve_cache
-from .build import Build, op_histogram
-from .dump import DumpInstrument, fx_op_histogram
 from .errors import LowerkitError
-from .ingress import import_program
-from .instrument import Instrument
-from .pipeline import Pipeline, StageRecord
-from .passes import narrow_io, pad_fence, reduction_fence, strided_slice_fence, zero_divisor
-from .registry import pipelines
-from .stage import PythonPassStage
+from .ingress.importer import import_program
+from .ir import Build, op_histogram
+from .iree import bridge, compiler
+from .runtime.artifact import Artifact
+from .runtime.verify import verified
+from .stages import dump_index
+from .stages.dump import DumpInstrument, fx_op_histogram
+from .stages.instrument import Instrument
+from .stages.pipeline import Pipeline
+from .stages.stage import StageRecord
 from .target import Target
 
 DEFAULT_PIPELINE = "torch-to-linalg"
@@ -30,7 +31,7 @@ def resolve_pipeline(pipeline: "str | Pipeline | None") -> Pipeline:
     if pipeline is None:
         pipeline = DEFAULT_PIPELINE
     if isinstance(pipeline, str):
-        return pipelines.get(pipeline)
+        return registry.pipelines.get(pipeline)
     if isinstance(pipeline, Pipeline):
         return pipeline
     raise TypeError(f"pipeline must be a registered name or a Pipeline, got {type(pipeline).__name__}")
@@ -60,14 +61,13 @@ def compile(
     ``cache``: the compile cache (`lowerkit.cache`; on by default, ``False`` turns it off, a
     folder or a `CompileCache` puts it elsewhere); dumps and instruments bypass it.
     ``verify``: every call also runs ``fn`` eagerly and raises `VerificationError` on a mismatch
-    (``True``, ``{"tol": lowerkit.numerics.Tolerance(...)}`` or ``{"rtol": ..., "atol": ...}``;
-    see `lowerkit.verify`).
+    (``True``, ``{"tol": lowerkit.Tolerance(...)}`` or ``{"rtol": ..., "atol": ...}``;
+    see `lowerkit.runtime.verify`).
     ``iree_phases``: record the time and ops of each of IREE's phases for `Artifact.stage_table`
-    (iree-compile prints every phase for it: 15-20 % slower; a dump always records them).
+    (iree-compile prints every phase for it, which costs compile time: the README's
+    compile-time table, column `phases`; a dump always records them).
     """
     if verify:
-        from .verify import verified
-
         art = compile(fn, args, kwargs, target=target, pipeline=pipeline,
                       dynamic_shapes=dynamic_shapes, dump_dir=dump_dir, instruments=instruments,
                       iree_flags=iree_flags, cache=cache, device=device,
@@ -91,34 +91,11 @@ def compile(
         art = _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags,
                        None, device)
     except LowerkitError as e:
-        report.write_report(dump.directory, dump.entries, title=title, target=target.name, error=str(e))
+        dump_index.write_report(dump.directory, dump.entries, title=title, target=target.name, error=str(e))
         dump.clean_staging()
         raise
-    report.write_report(dump.directory, dump.entries, title=title, target=target.name)
+    dump_index.write_report(dump.directory, dump.entries, title=title, target=target.name)
     return art
-
-
-def _target_stages(target: Target, build: Build) -> list[PythonPassStage]:
-    """Stages a target needs after the pipeline, for defects of IREE's code for its devices."""
-    bits = frozenset(target.storage_bits)
-    stages = []
-    if not target.narrow_io:  # its devices' buffers are 32-bit only; the runtime widens to match
-        stages.append(_pass_stage(narrow_io, lambda op: narrow_io.widen(op, bits), build))
-    if "vulkan-spirv" in target.backend:  # IREE build: the barrier is IREE's `util` dialect
-        stages.append(_pass_stage(reduction_fence,
-                                  lambda op: reduction_fence.fence(op, bits), Build.IREE))
-        stages.append(_pass_stage(zero_divisor, zero_divisor.guard, Build.IREE))
-        stages.append(_pass_stage(pad_fence, pad_fence.fence, Build.IREE))
-        stages.append(_pass_stage(strided_slice_fence, strided_slice_fence.fence, Build.IREE))
-    else:  # reductions read two ways, and an argmax read transposed (`fence_for_cpu`)
-        stages.append(_pass_stage(reduction_fence, reduction_fence.fence_for_cpu, Build.IREE))
-    return stages
-
-
-def _pass_stage(module: Any, run: Callable[[Any], Any], build: Build) -> PythonPassStage:
-    """The stage of one of lowerkit's pass modules, run with the target's options."""
-    return PythonPassStage(module.NAME, lambda op, _pass: run(op), build=build,
-                           description=module.__doc__.splitlines()[0])
 
 
 def _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags,
@@ -148,11 +125,10 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     lowering = pipe.run(imported.module, instruments=instruments)
     records += lowering.records
     module = lowering.module
-    fixes = _target_stages(target, Build.of(module))
-    if fixes:
-        done = Pipeline("target-fixes", fixes).run(module, instruments=instruments)
-        records += done.records
-        module = done.module
+    fixes = registry.pipelines.factory("target-fixes")(target=target, after=Build.of(module))
+    done = fixes.run(module, instruments=instruments)
+    records += done.records
+    module = done.module
 
     start = time.perf_counter()
     bytecode = bridge.to_iree_bytecode(module)

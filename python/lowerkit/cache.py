@@ -28,13 +28,17 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+import importlib.util
+from typing import Any, Callable, Iterator, Sequence
 
-if TYPE_CHECKING:
-    from .artifact import Artifact
-    from .pipeline import Pipeline
-    from .signature import CallSignature
-    from .target import Target
+from ._version import __version__
+from .ingress.signature import CallSignature
+from .ir import to_bytecode
+from .registry import custom_ops
+from .runtime.artifact import Artifact
+from .stages.pipeline import Pipeline
+from . import target as targets  # by module: which CPU "host" is, looked up at each key
+from .target import Target
 
 ENV = "LOWERKIT_CACHE_DIR"
 KEY_FORMAT = 2                   # bump when the key's recipe changes
@@ -55,16 +59,15 @@ def default_directory() -> Path | None:
 
 @functools.lru_cache(maxsize=1)
 def _lowerkit_sources_digest() -> str:
-    """A digest of lowerkit's own Python sources (package and shipped pipelines): a changed
-    pass or pipeline must never be answered with code that an older version compiled."""
-    import hashlib
-
-    import lowerkit
-    import lowerkit.pipelines
-
+    """A digest of lowerkit's own sources (the package, the shipped pipelines and the IRDL
+    dialects, found by path without importing them): a changed pass, pipeline or dialect must
+    never be answered with code that an older version compiled."""
+    package = Path(__file__).parent
+    pipelines = importlib.util.find_spec("lowerkit.pipelines").submodule_search_locations[0]
+    roots = (package, Path(pipelines), package / "dialects" / "definitions")
     digest = hashlib.sha256()
-    for root in (Path(lowerkit.__file__).parent, Path(lowerkit.pipelines.__file__).parent):
-        for path in sorted(root.rglob("*.py")):
+    for root in roots:
+        for path in sorted({*root.rglob("*.py"), *root.glob("*.mlir")}):
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -73,8 +76,6 @@ def _lowerkit_sources_digest() -> str:
 def toolchain_versions() -> dict[str, str]:
     """Versions of everything whose change may change the compiled code."""
     from importlib import metadata
-
-    from . import __version__
 
     out = {"lowerkit": __version__, "lowerkit-sources": _lowerkit_sources_digest()}
     for dist in ("torch", "torch-mlir", "iree-base-compiler"):
@@ -129,8 +130,6 @@ def _describe_file(path: Path) -> dict:
 def _custom_op_lowerings() -> dict:
     """Registered custom-op lowerings are looked up while lowering, by op name: each one's
     source is part of the key, so registering or changing one never reuses older code."""
-    from .registry import custom_ops
-
     return {name: _describe(custom_ops.get(name)) for name in custom_ops.names()}
 
 
@@ -142,9 +141,7 @@ def cache_key(
     flags: Sequence[str] = (),
 ) -> str:
     """The hex digest naming one compilation."""
-    from .target import host_dependent_cpu_flags, resolve_host_cpu
-
-    host_flags = host_dependent_cpu_flags([*target.flags, *flags])
+    host_flags = targets.host_dependent_cpu_flags([*target.flags, *flags])
     recipe = {
         "key_format": KEY_FORMAT,
         "signature": signature.to_json(),
@@ -152,7 +149,7 @@ def cache_key(
         "custom_op_lowerings": _custom_op_lowerings(),
         "target": target.to_json(),
         "flags": list(flags),
-        "host_cpu": resolve_host_cpu(host_flags) if host_flags else None,
+        "host_cpu": targets.resolve_host_cpu(host_flags) if host_flags else None,
         "versions": toolchain_versions(),
     }
     h = hashlib.sha256()
@@ -194,8 +191,6 @@ class CompileCache:
 
     def get(self, key: str, device: str | None = None) -> "Artifact | None":
         """The stored artifact, or None when absent or corrupted (a corrupted one is removed)."""
-        from .artifact import Artifact
-
         path = self.path(key)
         try:
             data = path.read_bytes()
@@ -246,8 +241,6 @@ class CompileCache:
                           flags: Sequence[str], device: str | None,
                           compile: Callable[[], "Artifact"]) -> "Artifact":
         """The cached artifact for this program, or ``compile()``'s, stored for next time."""
-        from .bridge import to_bytecode
-
         key = cache_key(to_bytecode(imported.module), imported.signature, pipeline, target, flags)
         with self.lock(key):
             hit = self.get(key, device)

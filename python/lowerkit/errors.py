@@ -6,26 +6,17 @@ user's Python source line, so that a user never has to read a native stack dump.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+from .diagnostics import Diagnostic
 
 
 class LowerkitError(Exception):
     """Base class of every error lowerkit raises on purpose."""
 
 
-@dataclass
-class OpDiagnostic:
-    """One diagnostic about one op: what went wrong and where it came from."""
-
-    message: str
-    op: str | None = None
-    location: str | None = None  # "file.py:12" of the user's source, or an MLIR location
-
-    def __str__(self) -> str:
-        where = f"{self.location}: " if self.location else ""
-        what = f"'{self.op}': " if self.op else ""
-        return f"{where}{what}{self.message}"
+# The one diagnostic record; the old name stays for users who catch StageError and read it.
+OpDiagnostic = Diagnostic
 
 
 class StageError(LowerkitError):
@@ -35,7 +26,7 @@ class StageError(LowerkitError):
         self,
         stage: str,
         summary: str,
-        diagnostics: list[OpDiagnostic] | None = None,
+        diagnostics: list[Diagnostic] | None = None,
         reproducer: Path | None = None,
         command: str | None = None,
         *,

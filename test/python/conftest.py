@@ -49,7 +49,7 @@ def pytest_unconfigure(config):
 
 @functools.lru_cache(maxsize=1)
 def _usable_drivers() -> frozenset[str]:
-    from lowerkit.runtime import usable_drivers
+    from lowerkit.runtime.executable import usable_drivers
 
     return frozenset(usable_drivers())
 

@@ -1,4 +1,4 @@
-"""`lowerkit.bench` bookkeeping on a tiny model (no timing assertions: benchmarks are not tests)."""
+"""`lowerkit.tools.bench` bookkeeping on a tiny model (no timing assertions: benchmarks are not tests)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import sys
 from pathlib import Path
 
-from lowerkit import bench
+from lowerkit.tools import bench
 from lowerkit.cli import main as cli_main
 from lowerkit.zoo import get
 

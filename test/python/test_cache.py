@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import lowerkit
-from lowerkit import compiler
+from lowerkit.iree import compiler
 from lowerkit.cache import CompileCache, resolve_cache
 
 

@@ -38,3 +38,29 @@ def test_check_reports_an_op_iree_compile_rejects(capsys, monkeypatch):
     row = next(line for line in out.splitlines() if "tm_tensor.topk" in line)
     assert "iree-compile" in row and f"{HERE}:{_line('kthvalue')}" in row
     assert "linalg_ext.yield" in row
+
+
+def small_mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()), (torch.rand(2, 8),)
+
+
+def test_check_runs_the_stages_compile_runs_for_the_target():
+    """`check --target T` walks what `compile(target=T)` builds: the pipeline, the crossing,
+    the target's fixes (for the portable Vulkan target, widen-narrow-io and the fences) and
+    iree-compile, in the same order."""
+    import lowerkit
+
+    model, args = small_mlp()
+    imported = lowerkit.import_program(model, args)
+    for target in ("cpu", "vulkan"):
+        art = lowerkit.compile(model, args, target=target, cache=False)
+        compiled = [r.name for r in art.records if r.name != "torch-import"]
+        report = lowerkit.check_program(imported.module, lowerkit.resolve_pipeline(None),
+                                        target=target)
+        assert report.ok, report.errors
+        assert report.passed == compiled
+        fixes = lowerkit.registry.pipelines.factory("target-fixes")(target=target).stage_names
+        uncrossed = [n for n in compiled if n != "bridge-to-iree"]
+        assert fixes and uncrossed[-1 - len(fixes):-1] == fixes
+    assert "widen-narrow-io" in report.passed and "fence-pad-sources" in report.passed

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from lowerkit.cli import main as cli_main
-from lowerkit.compiler import PHASES
+from lowerkit.iree.compiler import PHASES
 
 FACTORY = """
 import torch

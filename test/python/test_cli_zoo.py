@@ -9,7 +9,7 @@ import torch
 
 import lowerkit.zoo as zoo
 from lowerkit.cli import main as cli_main
-from lowerkit.numerics import tolerance_for
+from lowerkit.runtime.numerics import tolerance_for
 from lowerkit.zoo import ZooModel
 
 

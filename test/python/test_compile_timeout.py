@@ -10,7 +10,7 @@ import torch
 
 import lowerkit
 from lowerkit import StageError
-from lowerkit.compiler import DEFAULT_TIMEOUT, default_timeout
+from lowerkit.iree.compiler import DEFAULT_TIMEOUT, default_timeout
 
 
 def _children() -> list[str]:

@@ -21,8 +21,8 @@ import pytest
 import torch
 
 import lowerkit
-from lowerkit.numerics import compare
-from lowerkit.runtime import usable_drivers
+from lowerkit.runtime.numerics import compare
+from lowerkit.runtime.executable import usable_drivers
 
 from models import CASES
 

@@ -1,4 +1,4 @@
-"""lowerkit's import-time decompositions (`lowerkit.decompositions`): sort, topk and cumsum in
+"""lowerkit's import-time decompositions (`lowerkit.ingress.decompositions`): sort, topk and cumsum in
 data-parallel form and convolutions as one matmul per kernel tap give eager's answers, apply
 only where they pay, and can be turned off."""
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import lowerkit
-from lowerkit.numerics import Tolerance, compare
+from lowerkit.runtime.numerics import Tolerance, compare
 
 EXACT = Tolerance(0.0)
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import lowerkit
-from lowerkit.numerics import compare
+from lowerkit.runtime.numerics import compare
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 # Every defect is checked on CPU and on Vulkan; a machine whose vulkan driver opens no device

@@ -9,7 +9,7 @@ import torch
 
 import lowerkit
 from lowerkit.cli import main as cli_main
-from lowerkit.compiler import PHASES
+from lowerkit.iree.compiler import PHASES
 
 
 class Tiny(torch.nn.Module):

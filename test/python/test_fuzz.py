@@ -1,4 +1,4 @@
-"""The differential fuzzer (`lowerkit.fuzz`): generated programs, and lowerkit against eager.
+"""The differential fuzzer (`lowerkit.tools.fuzz`): generated programs, and lowerkit against eager.
 
 * ``test_fuzz_ci``: a fixed-seed (``derandomize=True``) subset on CPU, a smaller one on Vulkan
   where it opens a device; ``LOWERKIT_FUZZ_CI_EXAMPLES`` changes its size. Any failure (wrong,
@@ -23,7 +23,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 
 import lowerkit
-from lowerkit.fuzz import (FAILURES, VERDICTS, FuzzFailure, InputSpec, Outcome, Program,
+from lowerkit.tools.fuzz import (FAILURES, VERDICTS, FuzzFailure, InputSpec, Outcome, Program,
                            fuzz_targets, half_dependent_outputs, output_tolerances, programs,
                            run_program)
 
@@ -158,7 +158,7 @@ def test_a_bug_in_lowerkits_own_pass_is_an_error(monkeypatch):
 
 def test_an_iree_compile_failure_is_an_error(monkeypatch):
     """iree-compile rejecting lowerkit's IR is a failure (it was "compiler-error", not one)."""
-    from lowerkit import compiler
+    from lowerkit.iree import compiler
 
     flags = compiler.COMMON_FLAGS
     monkeypatch.setattr(compiler, "COMMON_FLAGS", [*flags, "--no-such-iree-flag"])
@@ -177,7 +177,7 @@ def test_a_correct_program_passes_and_a_wrong_answer_is_wrong(monkeypatch):
 
 def _perturb_compiled_outputs(monkeypatch, dtype: torch.dtype, rel: float) -> None:
     """A planted fault: every compiled ``dtype`` output is off by ``rel`` of its scale."""
-    from lowerkit.artifact import Artifact
+    from lowerkit.runtime.artifact import Artifact
 
     call = Artifact.__call__
 
@@ -295,11 +295,11 @@ def test_cli_fuzz_prints_the_verdicts_and_fails_on_a_failure(tmp_path, capsys, m
     _, rows = _journal(tmp_path / "ok.jsonl")
     assert len(rows) == 2 and rc == (1 if any(r["kind"] in FAILURES for r in rows) else 0)
     # the same run with every program refused: no failure, exit 0
-    monkeypatch.setattr(lowerkit.fuzz, "run_program", lambda p, t, cache=None:
+    monkeypatch.setattr(lowerkit.tools.fuzz, "run_program", lambda p, t, cache=None:
                         Outcome("unsupported", "UnsupportedError: planted", t, p))
     assert main(args) == 0 and "unsupported" in capsys.readouterr().out
     # and with every program an error (a bug in lowerkit, a LowerkitError or not): exit 1
-    monkeypatch.setattr(lowerkit.fuzz, "run_program", lambda p, t, cache=None:
+    monkeypatch.setattr(lowerkit.tools.fuzz, "run_program", lambda p, t, cache=None:
                         Outcome("error", "AttributeError: planted", t, p))
     assert main(args) == 1
 

@@ -1,4 +1,4 @@
-"""Regressions found by lowerkit's differential fuzzer (`lowerkit.fuzz`), each minimised.
+"""Regressions found by lowerkit's differential fuzzer (`lowerkit.tools.fuzz`), each minimised.
 
 Each test is the minimal program as the fuzzer printed it, compiled through the default
 pipeline (``torch-to-linalg``, which holds each fix pass) and compared with eager.
@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import lowerkit
-from lowerkit.numerics import compare
+from lowerkit.runtime.numerics import compare
 
 
 def assert_matches_eager(got, expected, tol=None, *, rtol=None, atol=None):
@@ -250,7 +250,7 @@ def test_adaptive_max_pool_uneven_windows(name, fn, shape, dtype):
 # -- adaptive average pooling with uneven windows, wrong on Vulkan -------------------------------
 # torch's decomposition gathers with computed indices, which IREE's SPIR-V path got wrong: an
 # unbatched [7, 3, 7] input pooled to 2x2 was off by 0.64 on vulkan:llvmpipe, right on CPU
-# (fuzzer seed 20261124, programs 406 and 748-749). lowerkit.decompositions pools with two
+# (fuzzer seed 20261124, programs 406 and 748-749). lowerkit.ingress.decompositions pools with two
 # small averaging matmuls instead.
 @pytest.mark.runs_target
 @pytest.mark.parametrize("target", ["cpu", "vulkan:llvmpipe"])

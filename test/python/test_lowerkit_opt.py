@@ -3,7 +3,8 @@
 from torch_mlir import ir
 
 import lowerkit
-from lowerkit import opt, registry
+from lowerkit import registry
+from lowerkit.tools import opt
 
 
 def test_parse_error_is_an_mlir_diagnostic(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""`lowerkit.numerics.compare`: errors judged against each output's scale, per-dtype defaults,
+"""`lowerkit.runtime.numerics.compare`: errors judged against each output's scale, per-dtype defaults,
 per-path overrides with reasons, exact ints, NaN/inf placement."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lowerkit.numerics import DEFAULT_TOLERANCES, Tolerance, compare, tolerance_for
+from lowerkit.runtime.numerics import DEFAULT_TOLERANCES, Tolerance, compare, tolerance_for
 
 REASON = "test: a deliberately loose tolerance"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lowerkit import bench
+from lowerkit.tools import bench
 
 ROOT = Path(__file__).resolve().parents[2]
 

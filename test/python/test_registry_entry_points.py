@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lowerkit import Pipeline, PythonPassStage, RegistryError
-from lowerkit.irdl import IRDLDialect
+from lowerkit.dialects.irdl import IRDLDialect
 from lowerkit.registry import Registry
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "lit" / "Inputs" / "entry_points"
@@ -57,7 +57,7 @@ def test_the_pipeline_from_an_entry_point_runs(demo_package_on_path, monkeypatch
 
 
 def test_an_entry_point_may_not_take_a_registered_name(demo_package_on_path):
-    passes = Registry("passes", {"epdemo-tag-functions": "lowerkit.custom_ops:lower_custom_ops"})
+    passes = Registry("passes", {"epdemo-tag-functions": "lowerkit.stages.custom_ops:lower_custom_ops"})
     with pytest.raises(RegistryError, match="passes 'epdemo-tag-functions' from entry point "
                        "lk_entry_point_demo:tag_functions is already registered"):
         passes.names()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lowerkit.build import Build
+from lowerkit.ir import Build
 from lowerkit.errors import StageError
 
 INPUTS = Path(__file__).parent / "inputs"
@@ -27,7 +27,7 @@ def repro_dir(tmp_path, monkeypatch):
 
 
 def _parse(stage, text: str):
-    from lowerkit.irdl import dialects_used_in, load_dialects
+    from lowerkit.dialects.irdl import dialects_used_in, load_dialects
 
     ctx = stage.build.ir.Context()
     if stage.build is Build.TORCH_MLIR:

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 import lowerkit
-from lowerkit.dump import DumpEntry
-from lowerkit.report import build_index, render_html, write_report
+from lowerkit.stages.dump import DumpEntry
+from lowerkit.stages.dump_index import build_index, render_html, write_report
 
 
 def _entries(tmp_path: Path) -> list[DumpEntry]:

@@ -1,4 +1,4 @@
-"""The CPU driver choice of a local-task program (`lowerkit.runtime._HostPath`): decided from
+"""The CPU driver choice of a local-task program (`lowerkit.runtime.executable._HostPath`): decided from
 each driver's fastest trial call, so that a few preempted local-sync trials on a loaded
 machine do not hand a tiny program to local-task's worker threads."""
 
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import torch
 
 import lowerkit
-from lowerkit.runtime import _HostPath
+from lowerkit.runtime.executable import _HostPath
 
 
 def _path(monkeypatch) -> tuple[_HostPath, SimpleNamespace, SimpleNamespace]:

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import lowerkit
-from lowerkit.numerics import compare
+from lowerkit.runtime.numerics import compare
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 
@@ -142,7 +142,7 @@ def test_cuda_input_runs_on_cpu_artifact(art):
 
 
 def test_unknown_device_is_a_clear_error(monkeypatch):
-    from lowerkit import compiler
+    from lowerkit.iree import compiler
 
     def refuse(*a, **k):
         raise AssertionError("compiled before the device name was checked")

@@ -9,7 +9,7 @@ import torch
 
 import lowerkit
 from lowerkit import InputError, StageError, Target, TargetError
-from lowerkit.artifact import Artifact
+from lowerkit.runtime.artifact import Artifact
 
 
 class Scale(torch.nn.Module):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import lowerkit
-from lowerkit.numerics import compare
+from lowerkit.runtime.numerics import compare
 
 from models import CASES, DynamicMLP
 

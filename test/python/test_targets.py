@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import lowerkit
-from lowerkit.runtime import usable_drivers
+from lowerkit.runtime.executable import usable_drivers
 from lowerkit.target import Target, cuda, vulkan
 
 
@@ -146,7 +146,7 @@ def test_storage_widths_of_vulkan_targets():
 
 def test_narrow_tensors_cross_a_32_bit_target_widened():
     # compiled (no device needed): the public function takes and returns i32 / f32
-    from lowerkit.runtime import wide_dtypes
+    from lowerkit.runtime.executable import wide_dtypes
 
     art = lowerkit.compile(lambda b, h: (torch.where(b, h, -h), b),
                            (torch.ones(2, 5, dtype=torch.bool), torch.ones(5, dtype=torch.float16)),

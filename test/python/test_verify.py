@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import lowerkit
-from lowerkit.numerics import Tolerance
-from lowerkit.verify import VerifiedArtifact
+from lowerkit.runtime.numerics import Tolerance
+from lowerkit.runtime.verify import VerifiedArtifact
 
 
 def _two(x, y):

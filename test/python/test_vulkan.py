@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 import lowerkit
-from lowerkit.numerics import compare
-from lowerkit.runtime import usable_drivers
+from lowerkit.runtime.numerics import compare
+from lowerkit.runtime.executable import usable_drivers
 
 from models import CASES
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lowerkit.numerics import tolerance_for
+from lowerkit.runtime.numerics import tolerance_for
 from lowerkit.zoo import ZOO, models
 from lowerkit.zoo.coverage import check_model
 

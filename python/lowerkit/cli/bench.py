@@ -54,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from lowerkit import bench
+    from lowerkit.tools import bench
     from lowerkit.zoo import ZOO
 
     console = Console(width=None if Console().is_terminal else 200)

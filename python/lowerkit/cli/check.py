@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
 
     import lowerkit
-    from lowerkit.coverage import check_program
+    from lowerkit.tools.check import check_program
 
     from ._factory import load_case
 

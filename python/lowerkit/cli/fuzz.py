@@ -1,4 +1,4 @@
-"""``lowerkit fuzz``: differential fuzzing of lowerkit against eager PyTorch (`lowerkit.fuzz`)."""
+"""``lowerkit fuzz``: differential fuzzing of lowerkit against eager PyTorch (`lowerkit.tools.fuzz`)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from lowerkit.fuzz import VERDICTS, fuzz_targets, journal_header, replay, sweep
+    from lowerkit.tools.fuzz import VERDICTS, fuzz_targets, journal_header, replay, sweep
 
     warnings.simplefilter("ignore")
     console = Console(width=None if Console().is_terminal else 160)

@@ -16,7 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     import lowerkit
-    from lowerkit.build import module_asm
+    from lowerkit.ir import module_asm
 
     from ._factory import load_case
 

@@ -17,13 +17,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true", help="compare with eager PyTorch and fail on mismatch")
     p.add_argument("--rtol", type=float, default=None,
                    help="with --atol: an elementwise check instead of the default, an error "
-                        "relative to each output's scale (lowerkit.numerics)")
+                        "relative to each output's scale (lowerkit.runtime.numerics)")
     p.add_argument("--atol", type=float, default=None)
     p.add_argument("--dump-dir", default=None, help="write every stage's IR into this folder")
     p.add_argument("--output", "-o", default=None, help="save the compiled artifact to this file")
     p.add_argument("--phases", action="store_true",
                    help="also time IREE's twelve phases, in the table (iree-compile prints each: "
-                        "15-20%% slower; implies --no-cache)")
+                        "a slower compile; implies --no-cache)")
     p.add_argument("--no-cache", action="store_true",
                    help="compile even if the compile cache holds this program (cold timings)")
 
@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
 
     import lowerkit
-    from lowerkit.numerics import compare
+    from lowerkit.runtime.numerics import compare
 
     from ._factory import load_case
 

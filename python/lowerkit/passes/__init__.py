@@ -1,4 +1,29 @@
-"""Passes lowerkit ships, one per module, each a function ``run(op, pass_)`` with a kebab name.
+"""Passes lowerkit ships, one per module: ``NAME``, ``run(op, pass_)``, and ``BUILD`` when it
+runs in IREE's MLIR build rather than torch-mlir's.
 
-Nothing here registers itself on import: pipelines build stages from these functions.
+`PASSES` is the one table that names them; the ``passes`` registry reads it without importing
+any pass, and `lowerkit.stages.stage.PythonPassStage.from_module` makes a pass module a stage.
+A new pass is a new module here and one line in `PASSES`.
 """
+
+# pass name -> module in lowerkit.passes; the torch-dialect fixes first, in pipeline order
+PASSES = {
+    "widen-unsigned": "widen_unsigned",
+    "rewrite-bool-mask-index-put": "bool_mask_index_put",
+    "batch-unbatched-pooling": "unbatched_pooling",
+    "rewrite-unit-window-pooling": "unit_window_pooling",
+    "trim-conv-overhang": "conv_overhang",
+    "pad-pool-overhang": "pool_overhang",
+    "gather-adaptive-max-pool": "adaptive_max_pool",
+    "replace-empty-results": "empty_results",
+    "fold-empty-cat": "empty_cat",
+    "crop-negative-pad": "negative_pad",
+    "normalize-unit-slices": "unit_slices",
+    "fold-empty-contractions": "empty_contractions",
+    "widen-narrow-io": "narrow_io",
+    # IREE's build (each module's BUILD): the target fixes (lowerkit.pipelines.target_fixes)
+    "fence-reductions": "reduction_fence",
+    "guard-zero-divisors": "zero_divisor",
+    "fence-pad-sources": "pad_fence",
+    "fence-strided-slices": "strided_slice_fence",
+}

@@ -8,8 +8,9 @@ Works in IREE's MLIR build (the only one with the ``util`` dialect), whichever m
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable
+
+from ..ir import Build
 
 # producers that compute nothing: fusing these was never wrong
 LEAVES = frozenset({"arith.constant", "util.optimization_barrier", "tensor.empty"})
@@ -17,7 +18,7 @@ LEAVES = frozenset({"arith.constant", "util.optimization_barrier", "tensor.empty
 
 def ir_of(op: Any) -> Any:
     """The ``ir`` module of the MLIR build that ``op`` belongs to."""
-    return importlib.import_module(type(op).__module__)
+    return Build.of_object(op).ir
 
 
 def ops_where(module_op: Any, wanted: Callable[[Any], bool]) -> list:

@@ -11,7 +11,7 @@ This pass keeps the function's body and changes only its boundary: each public `
 with a narrow tensor argument or result becomes a private function, called by a new public
 one of the same name whose narrow tensors are ``i32`` (integers and bools) or ``f32`` (floats),
 converted by one ``linalg.generic`` on the way in and out. The runtime widens the host's
-inputs and narrows the outputs back (`lowerkit.runtime`), so the values are exactly eager's.
+inputs and narrows the outputs back (`lowerkit.runtime.executable`), so the values are exactly eager's.
 Run on linalg on tensors (in either MLIR build); `lowerkit.api` applies it for targets whose
 `Target.storage_bits` lack a width.
 """
@@ -19,6 +19,8 @@ Run on linalg on tensors (in either MLIR build); `lowerkit.api` applies it for t
 from __future__ import annotations
 
 from typing import Any, Iterable
+
+from ..ir import Build
 
 NAME = "widen-narrow-io"
 _SUFFIX = "$narrow_io"
@@ -35,16 +37,9 @@ def _conversion(elem: str, widths: frozenset[int]) -> tuple[str, str, str] | Non
     return None
 
 
-def _ir(obj: Any) -> Any:
-    """The ``ir`` module of the MLIR build ``obj`` belongs to: the pass runs in either."""
-    import importlib
-
-    return importlib.import_module(type(obj).__module__)
-
-
 def _tensor(type_: Any) -> tuple[list[str], str] | None:
     """``(dims as text, element type)`` of a ranked tensor type."""
-    ir = _ir(type_)
+    ir = Build.of_object(type_).ir
     if type_.typeid != ir.RankedTensorType.static_typeid:
         return None
     t = ir.RankedTensorType(type_)
@@ -143,7 +138,7 @@ def _wrapper(name: str, inner: str, args: list[Any], results: list[Any],
 def widen(module_op: Any, widths: Iterable[int] = (32, 64)) -> list[str]:
     """Give every public function of ``module_op`` 32-bit tensors in place of those whose
     element width is not in ``widths``; returns the names of the functions changed."""
-    ir = _ir(module_op)
+    ir = Build.of_object(module_op).ir
     widths = frozenset(widths)
     body = module_op.regions[0].blocks[0]
     changed = []

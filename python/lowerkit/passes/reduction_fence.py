@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ir import Build
+
 NAME = "fence-reductions"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
 
@@ -146,9 +148,7 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
     on values the target could not store (``storage_bits``, all widths when None); returns
     how many. With ``cpu``, only after a reduction read two ways or a multi-result reduction
     read transposed, which is all that IREE's CPU path needs (see `fence_for_cpu`)."""
-    import importlib
-
-    ir = importlib.import_module(type(module_op).__module__)
+    ir = Build.of_object(module_op).ir
     bits = frozenset(storage_bits) if storage_bits is not None else frozenset((8, 16, 32, 64))
     found = []
 

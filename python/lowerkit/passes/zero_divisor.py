@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ir import Build
+
 NAME = "guard-zero-divisors"
 BUILD = "iree"  # runs on the module IREE compiles, after the pipeline
 
@@ -32,9 +34,7 @@ def _nonzero_constant(value: Any, ir: Any) -> bool:
 
 def guard(module_op: Any) -> int:
     """Rewrite every scalar float division that may divide by zero; returns how many."""
-    import importlib
-
-    ir = importlib.import_module(type(module_op).__module__)
+    ir = Build.of_object(module_op).ir
     divisions = []
 
     def visit(op):

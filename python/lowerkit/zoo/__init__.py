@@ -10,7 +10,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from ..numerics import Tolerance
+from ..errors import LowerkitError
+from ..runtime.numerics import Tolerance
 
 __all__ = ["ZooModel", "ZOO", "models", "get"]
 
@@ -18,7 +19,7 @@ __all__ = ["ZooModel", "ZOO", "models", "get"]
 @dataclass(frozen=True)
 class ZooModel:
     """A zoo entry: where its factory lives, its tags and the tolerance its check uses (None:
-    each output's dtype default, `lowerkit.numerics.DEFAULT_TOLERANCES`)."""
+    each output's dtype default, `lowerkit.runtime.numerics.DEFAULT_TOLERANCES`)."""
 
     name: str
     factory_path: str            # "module:function" under lowerkit.zoo
@@ -52,7 +53,7 @@ def _m(name: str, group: str, *tags: str, tol: Tolerance | None = None,
 # each model's error / scale; measured on 2026-11-25 (llvm-cpu, a shared 2-core x86 machine)
 # every model but the GPT-2s stayed at or under 1.3e-6 (gemm, K=1024), 7.7 times inside it;
 # the GPT-2s (6.2e-6, 7.5e-6) were off by torch-mlir's GELU(tanh) constant, now decomposed
-# with the true one (lowerkit.decompositions._gelu).
+# with the true one (lowerkit.ingress.decompositions._gelu).
 _ENTRIES = [
     # vision
     _m("resnet18", "vision"),
@@ -106,6 +107,4 @@ def get(name: str) -> ZooModel:
     try:
         return ZOO[name]
     except KeyError:
-        from ..errors import LowerkitError
-
         raise LowerkitError(f"no zoo model {name!r}; known: {', '.join(ZOO)}") from None

@@ -3,7 +3,7 @@
 A model passes through ``torch-import``, the pipeline's stages, ``iree-compile``, ``run`` and
 ``check``; `check_model` reports the last stage reached, the error where it stopped, and the
 error against eager PyTorch when it ran, judged relative to each output's scale by the entry's
-tolerance (`lowerkit.numerics`).
+tolerance (`lowerkit.runtime.numerics`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+import lowerkit  # the public API, as a user calls it (and as a test patches it)
+
+from ..errors import IngressError, StageError
+from ..runtime.numerics import compare
 from . import ZooModel
 
 # the stages a model goes through, in order, as named in `CoverageResult.stage`
@@ -39,8 +43,6 @@ class CoverageResult:
 
 
 def _failing_stage(e: Exception) -> str:
-    from ..errors import IngressError, StageError
-
     if isinstance(e, StageError):
         return e.stage
     if isinstance(e, IngressError):
@@ -50,9 +52,6 @@ def _failing_stage(e: Exception) -> str:
 
 def check_model(entry: ZooModel, target: str = "cpu", **compile_options) -> CoverageResult:
     """Compile ``entry`` for ``target``, run it on its example inputs, compare with eager."""
-    import lowerkit
-    from lowerkit.numerics import compare
-
     model, args, kwargs = entry.make()
     with torch.no_grad():
         expected = model(*args, **kwargs)

@@ -3,7 +3,7 @@
 from torch_mlir import ir
 
 import lowerkit
-from lowerkit import bridge
+from lowerkit.iree import bridge
 
 ctx = ir.Context()
 lowerkit.load_dialect(ctx, "fused")

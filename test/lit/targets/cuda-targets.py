@@ -5,7 +5,7 @@
 import tempfile
 from pathlib import Path
 
-from lowerkit import compiler
+from lowerkit.iree import compiler
 from lowerkit.target import Target
 
 SOURCE = """

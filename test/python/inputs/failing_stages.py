@@ -4,9 +4,9 @@ registered. test_replay.py runs each, then runs the replay command its StageErro
 from pathlib import Path
 
 from lowerkit import FunctionStage, PassPipelineStage, PythonPassStage
-from lowerkit.build import Build
-from lowerkit.rewrite import ConversionStage, GreedyRewriteStage, PDLStage, pattern
-from lowerkit.transform import TransformStage
+from lowerkit.ir import Build
+from lowerkit.stages.rewrite import ConversionStage, GreedyRewriteStage, PDLStage, pattern
+from lowerkit.stages.transform import TransformStage
 from replay_user_pkg.stages import refuse_in_package
 
 HERE = Path(__file__).parent

@@ -2,7 +2,7 @@
 groups only (its dist-info beside it declares them); nothing here calls ``register``."""
 
 from lowerkit import Pipeline, PythonPassStage, registry
-from lowerkit.irdl import IRDLDialect
+from lowerkit.dialects.irdl import IRDLDialect
 
 DIALECT = """
 irdl.dialect @epdemo {

@@ -1,0 +1,48 @@
+# RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
+# CHECK: cpu: fence-reductions
+# CHECK-NEXT: vulkan: widen-narrow-io, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices
+# CHECK-NEXT: vulkan:llvmpipe: fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices
+# CHECK-NEXT: cuda: fence-reductions
+"""target-fixes: what a target needs after any pipeline, for defects of IREE's code for its
+devices.
+
+Every target gets a barrier after the reductions IREE's CPU path would fuse wrongly
+(`fence-reductions`, its CPU form). A target whose buffers are 32-bit only (IREE's portable
+Vulkan) gets `widen-narrow-io` at its boundary; a Vulkan target gets every reduction fenced,
+float divisions guarded against zero divisors, and the sources of pads and strided slices
+fenced. ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
+(``registry.pipelines.factory("target-fixes")``), so both run the same stages for a target.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from lowerkit import Build, Pipeline, PythonPassStage, Target
+from lowerkit.passes import narrow_io, pad_fence, reduction_fence, strided_slice_fence, zero_divisor
+
+
+def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_MLIR) -> Pipeline:
+    """The fixes for ``target``, on a module of build ``after`` (the build the lowering
+    pipeline ended in: `widen-narrow-io` runs in either)."""
+    target = Target.parse(target)
+    bits = frozenset(target.storage_bits)
+    stages = []
+    if not target.narrow_io:  # its devices' buffers are 32-bit only; the runtime widens to match
+        stages.append(PythonPassStage.from_module(
+            narrow_io, lambda op: narrow_io.widen(op, bits), after))
+    if "vulkan-spirv" in target.backend:  # IREE build: the barrier is IREE's `util` dialect
+        stages += [
+            PythonPassStage.from_module(reduction_fence, lambda op: reduction_fence.fence(op, bits)),
+            PythonPassStage.from_module(zero_divisor, zero_divisor.guard),
+            PythonPassStage.from_module(pad_fence, pad_fence.fence),
+            PythonPassStage.from_module(strided_slice_fence, strided_slice_fence.fence),
+        ]
+    else:  # reductions read two ways, and an argmax read transposed (`fence_for_cpu`)
+        stages.append(PythonPassStage.from_module(reduction_fence, reduction_fence.fence_for_cpu))
+    return Pipeline("target-fixes", stages, description=__doc__.splitlines()[0])
+
+
+if __name__ == "__main__":  # the stages each target named on the command line gets
+    for spec in sys.argv[1:] or ["cpu"]:
+        print(f"{spec}: {', '.join(build_pipeline(spec).stage_names)}")

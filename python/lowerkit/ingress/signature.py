@@ -1,0 +1,307 @@
+"""The calling convention of a compiled program: which Python values go in and come out.
+
+torch.export specialises Python scalars (floats, ints, bools, None) into the graph, so the
+compiled function takes only the tensor leaves of ``(args, kwargs)``. `CallSignature` remembers
+the whole structure, checks every call against it, and rebuilds the model's own output
+structure (tensor, tuple, list, dict, nested, with None or ints beside tensors).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+from ..errors import InputError
+
+_DTYPES = {str(d).removeprefix("torch."): d for d in (
+    torch.float32, torch.float16, torch.bfloat16, torch.float64,
+    torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool,
+    torch.complex64, torch.complex128,
+)}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape and dtype of one tensor leaf; a ``str`` dimension is dynamic and named."""
+
+    shape: tuple[int | str, ...]
+    dtype: torch.dtype
+
+    def describe(self) -> str:
+        dims = ", ".join(str(d) for d in self.shape)
+        return f"tensor[{dims}] {dtype_name(self.dtype)}"
+
+    def to_json(self) -> dict:
+        return {"shape": list(self.shape), "dtype": dtype_name(self.dtype)}
+
+    @staticmethod
+    def from_json(d: dict) -> "TensorSpec":
+        return TensorSpec(tuple(d["shape"]), _DTYPES[d["dtype"]])
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A non-tensor leaf that torch.export baked into the program."""
+
+    value: Any
+
+    def describe(self) -> str:
+        return f"constant {self.value!r}"
+
+
+Leaf = TensorSpec | Constant
+
+
+def _same_constant(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+@dataclass
+class CallSignature:
+    """Inputs and outputs of a compiled program, as pytrees of `TensorSpec` and `Constant`."""
+
+    in_spec: pytree.TreeSpec
+    in_leaves: list[Leaf]
+    out_spec: pytree.TreeSpec
+    out_leaves: list[Leaf]
+    # Buffers the program mutates: extra trailing inputs and outputs of the compiled function,
+    # whose values the Artifact keeps from call to call, as the module's buffers would change.
+    state: list[TensorSpec] = field(default_factory=list)
+    # Tensor inputs (by index among the tensor inputs) the program changes in place: their new
+    # values lead the compiled function's outputs and are copied back into the caller's tensors.
+    mutated_inputs: list[int] = field(default_factory=list)
+
+    # -- calling ---------------------------------------------------------------------------
+    def describe_inputs(self) -> str:
+        args, kwargs = pytree.tree_unflatten([l.describe() for l in self.in_leaves], self.in_spec)
+        parts = [str(a) for a in args] + [f"{k}={v}" for k, v in kwargs.items()]
+        return "(" + ", ".join(parts) + ")"
+
+    def flatten_inputs(self, args: tuple, kwargs: dict) -> list[torch.Tensor]:
+        """Check a call against the signature; return the tensors the executable takes."""
+        static = self._static_inputs
+        if static is not None and not kwargs and len(args) == len(static):
+            for value, (dtype, shape) in zip(args, static):  # the common call, checked cheaply
+                if type(value) is not torch.Tensor or value.dtype is not dtype \
+                        or value.shape != shape or not value.is_cpu:
+                    break  # the full check below says what is wrong
+            else:
+                return list(args)
+        if not kwargs and len(args) == self._positional_tensors and all(
+                type(a) is torch.Tensor for a in args):
+            leaves = list(args)  # the common call: tensors only, nothing to flatten
+        else:
+            leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs or {})))
+            if spec != self.in_spec:
+                raise InputError(
+                    f"arguments do not match the compiled signature {self.describe_inputs()}: "
+                    f"got {_describe_call(args, kwargs)}"
+                )
+        tensors: list[torch.Tensor] = []
+        bound: dict[str, int] = {}
+        for i, (value, leaf) in enumerate(zip(leaves, self.in_leaves)):
+            where = f"input {i}"
+            if isinstance(leaf, Constant):
+                if isinstance(value, torch.Tensor) or not _same_constant(value, leaf.value):
+                    raise InputError(
+                        f"{where} was {leaf.value!r} when the program was compiled and is baked "
+                        f"into it; got {value!r}. Recompile to use another value. "
+                        f"Signature: {self.describe_inputs()}"
+                    )
+                continue
+            if not isinstance(value, torch.Tensor):
+                raise InputError(
+                    f"{where} must be a {leaf.describe()}, got {type(value).__name__}. "
+                    f"Signature: {self.describe_inputs()}"
+                )
+            if value.dtype != leaf.dtype:
+                raise InputError(
+                    f"{where} has dtype {dtype_name(value.dtype)}, expected "
+                    f"{dtype_name(leaf.dtype)}. Signature: {self.describe_inputs()}"
+                )
+            if value.dim() != len(leaf.shape) or not _shape_fits(value.shape, leaf.shape, bound):
+                raise InputError(
+                    f"{where} has shape {list(value.shape)}, expected {leaf.describe()}"
+                    f"{_bound_note(bound)}. Signature: {self.describe_inputs()}"
+                )
+            if value.device.type != "cpu":
+                if value.device.type == "meta":
+                    raise InputError(
+                        f"{where} is a meta tensor: it has a shape but no data to run on. "
+                        f"Signature: {self.describe_inputs()}"
+                    )
+                value = value.cpu()
+            tensors.append(value)
+        return tensors
+
+    @functools.cached_property
+    def _positional_tensors(self) -> int:
+        """n when the program takes exactly n positional tensors (the fast path), else -1."""
+        n = len(self.in_leaves)
+        plain = pytree.tree_flatten((tuple(range(n)), {}))[1]
+        return n if plain == self.in_spec and all(isinstance(l, TensorSpec)
+                                                  for l in self.in_leaves) else -1
+
+    @functools.cached_property
+    def _static_inputs(self) -> tuple[tuple[torch.dtype, torch.Size], ...] | None:
+        """(dtype, shape) of each input when the program takes positional tensors of static
+        shapes only: such a call is checked by comparing these, with nothing to bind."""
+        if self._positional_tensors < 0 or not all(
+                all(isinstance(d, int) for d in l.shape) for l in self.in_leaves):
+            return None
+        return tuple((l.dtype, torch.Size(l.shape)) for l in self.in_leaves)
+
+    @functools.cached_property
+    def _tuple_of_tensors(self) -> bool:
+        """Whether the outputs are a flat tuple of tensors (a multi-output model's usual form)."""
+        n = len(self.out_leaves)
+        plain = pytree.tree_flatten(tuple(range(n)))[1]
+        return plain == self.out_spec and all(isinstance(l, TensorSpec) for l in self.out_leaves)
+
+    @functools.cached_property
+    def _single_output(self) -> bool:
+        return self.out_spec.is_leaf() and isinstance(self.out_leaves[0], TensorSpec)
+
+    @functools.cached_property
+    def _retyped_outputs(self) -> tuple[tuple[int, torch.dtype], ...]:
+        """The outputs `_as_dtype` may retype (integer and bool ones; it never changes a float
+        output), so that a call with float outputs only skips it (~0.3 µs an output)."""
+        return tuple((i, l.dtype) for i, l in enumerate(self.out_leaves)
+                     if isinstance(l, TensorSpec) and not l.dtype.is_floating_point)
+
+    def unflatten_outputs(self, tensors: list[Any]) -> Any:
+        if self._single_output:
+            return _as_dtype(tensors[0], self.out_leaves[0].dtype)
+        if self._tuple_of_tensors:
+            retyped = self._retyped_outputs
+            if not retyped:
+                return tuple(tensors)
+            out = list(tensors)
+            for i, dtype in retyped:
+                out[i] = _as_dtype(out[i], dtype)
+            return tuple(out)
+        it = iter(tensors)
+        leaves = [_as_dtype(next(it), l.dtype) if isinstance(l, TensorSpec) else l.value
+                  for l in self.out_leaves]
+        return pytree.tree_unflatten(leaves, self.out_spec)
+
+    @property
+    def tensor_inputs(self) -> list[TensorSpec]:
+        return [l for l in self.in_leaves if isinstance(l, TensorSpec)]
+
+    @functools.cached_property
+    def tensor_outputs(self) -> list[TensorSpec]:
+        return [l for l in self.out_leaves if isinstance(l, TensorSpec)]
+
+    # -- saving ----------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        def leaf(l: Leaf) -> dict:
+            return {"tensor": l.to_json()} if isinstance(l, TensorSpec) else {"constant": l.value}
+
+        return {
+            "in_spec": _dump_spec(self.in_spec),
+            "in_leaves": [leaf(l) for l in self.in_leaves],
+            "out_spec": _dump_spec(self.out_spec),
+            "out_leaves": [leaf(l) for l in self.out_leaves],
+            "state": [s.to_json() for s in self.state],
+            "mutated_inputs": list(self.mutated_inputs),
+        }
+
+    @staticmethod
+    def from_json(d: dict) -> "CallSignature":
+        def leaf(x: dict) -> Leaf:
+            return TensorSpec.from_json(x["tensor"]) if "tensor" in x else Constant(x["constant"])
+
+        return CallSignature(
+            _load_spec(d["in_spec"]),
+            [leaf(x) for x in d["in_leaves"]],
+            _load_spec(d["out_spec"]),
+            [leaf(x) for x in d["out_leaves"]],
+            [TensorSpec.from_json(x) for x in d.get("state", [])],
+            list(d.get("mutated_inputs", [])),
+        )
+
+    def json_safe(self) -> bool:
+        try:
+            json.dumps(self.to_json())
+            return True
+        except (TypeError, ValueError):
+            return False
+
+
+_PICKLED = "pickle:"
+
+
+def _dump_spec(spec: pytree.TreeSpec) -> str:
+    """A tree spec as text. pytree's JSON knows only the types registered with a serialized
+    name; others, such as the ``torch.return_types.max`` that ``x.max(dim)`` returns, are
+    pickled (their classes are importable)."""
+    try:
+        return pytree.treespec_dumps(spec)
+    except NotImplementedError:
+        import base64
+        import pickle
+
+        return _PICKLED + base64.b64encode(pickle.dumps(spec)).decode()
+
+
+def _load_spec(text: str) -> pytree.TreeSpec:
+    if text.startswith(_PICKLED):
+        import base64
+        import pickle
+
+        return pickle.loads(base64.b64decode(text[len(_PICKLED):]))
+    return pytree.treespec_loads(text)
+
+
+def _as_dtype(t: Any, dtype: torch.dtype) -> Any:
+    """Outputs come back as eager's dtype: MLIR's integers are signless, so IREE returns an
+    ``i8`` buffer for a ``uint8`` result; the bits are the same, the type is eager's."""
+    if isinstance(t, torch.Tensor) and t.dtype is not dtype:
+        if t.dtype.itemsize == dtype.itemsize and not t.dtype.is_floating_point \
+                and not dtype.is_floating_point:
+            return t.view(dtype)
+    return t
+
+
+def _shape_fits(actual: torch.Size, expected: tuple[int | str, ...], bound: dict[str, int]) -> bool:
+    for a, e in zip(actual, expected):
+        if isinstance(e, int):
+            if a != e:
+                return False
+        elif bound.setdefault(e, a) != a:
+            return False
+    return True
+
+
+def _bound_note(bound: dict[str, int]) -> str:
+    if not bound:
+        return ""
+    return " (with " + ", ".join(f"{k}={v}" for k, v in bound.items()) + " from earlier inputs)"
+
+
+def _describe_call(args: tuple, kwargs: dict | None) -> str:
+    def one(v: Any) -> str:
+        if isinstance(v, torch.Tensor):
+            return f"tensor{list(v.shape)} {dtype_name(v.dtype)}"
+        if isinstance(v, (list, tuple)):
+            inner = ", ".join(one(x) for x in v)
+            return f"[{inner}]" if isinstance(v, list) else f"({inner})"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k!r}: {one(x)}" for k, x in v.items()) + "}"
+        return repr(v)
+
+    parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in (kwargs or {}).items()]
+    return "(" + ", ".join(parts) + ")"

@@ -1,0 +1,337 @@
+"""IREE compilation of a lowered module to a vmfb, in a child ``iree-compile`` process.
+
+A child process keeps a crash inside IREE (an abort or a segfault) from killing the user's
+interpreter, gives the exact command to replay a failure, and exposes IREE's own phases:
+every compilation writes its executable binaries to a scratch folder (their sizes come from
+there) and, when asked, its phases (``--dump-compilation-phases-to``: per-phase times and op
+histograms). A dump asks for both and for the files to be kept.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..diagnostics import Diagnostic, source_location
+from ..errors import StageError, UnsupportedError
+from ..reproducer import save_reproducer, tool
+from ..target import Target
+
+STAGE = "iree-compile"
+
+# A hung or runaway iree-compile is stopped after this long (seconds); big models on few cores
+# take minutes, never an hour. LOWERKIT_COMPILE_TIMEOUT overrides it (0: no limit).
+DEFAULT_TIMEOUT = 1800.0
+
+
+def default_timeout() -> float | None:
+    value = float(os.environ.get("LOWERKIT_COMPILE_TIMEOUT", DEFAULT_TIMEOUT))
+    return value if value > 0 else None
+
+# IREE's compilation phases, in order (iree-compile --compile-to=...).
+PHASES = (
+    "input", "abi", "preprocessing", "global-optimization", "dispatch-creation", "flow",
+    "stream", "executable-sources", "executable-configurations", "executable-targets",
+    "hal", "vm",
+)
+
+# What iree-compile prints so that dumps stay readable; printing only, the vmfb is unchanged.
+ELIDE_FLAGS = ("--mlir-elide-elementsattrs-if-larger=16",
+               "--mlir-elide-resource-strings-if-larger=64")
+
+_DIAG = re.compile(r"^(?P<loc>[^\n]*?):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.*)$", re.M)
+_OP = re.compile(r"^'([\w$.]+)' op |operation '([\w$.]+)'")
+_PHASE_FILE = re.compile(r"^.*?\.(\d+)\.([\w-]+)\.mlir$")
+# An op at the start of a line of printed MLIR: `%0 = dialect.op`, `dialect.op @sym`, `"d.op"(`.
+_TEXT_OP = re.compile(r'^\s*(?:%[^=]*?=\s*)?"?([a-z_][a-z0-9_]*\.[a-z0-9_.]+)"?(?=[\s(<{@%"\[]|$)',
+                      re.M)
+_BARE_RETURN = re.compile(r"^\s*return\b", re.M)
+_DISPATCH = re.compile(r"(\w+?_dispatch_\d+)")
+_MESSAGE_LIMIT = 400
+_TARGET_ATTR = re.compile(r'(#hal\.executable\.target<"[^"]*", "[^"]*"), \{.*$')
+
+
+# Flags for every target. IREE demotes f64 to f32 by default, which changes the program's
+# signature and its dtypes: a float64 program must compute and return float64, as in eager.
+COMMON_FLAGS = ("--iree-input-demote-f64-to-f32=false",)
+
+
+SYSTEM_LINKING_FLAG = "--iree-llvmcpu-link-embedded=false"
+
+
+def _needs_system_linking(stderr: str, cmd: list[str]) -> bool:
+    return ("undefined symbol" in stderr and SYSTEM_LINKING_FLAG not in cmd
+            and any("llvm-cpu" in c for c in cmd))
+
+
+def iree_compile_tool() -> str:
+    from iree.compiler.tools.binaries import find_tool
+
+    return find_tool("iree-compile")
+
+
+def text_op_histogram(text: str) -> Counter:
+    """Op counts of printed MLIR, read from the text (the phase dumps are not re-parsed)."""
+    text = text.split("\n{-#", 1)[0]  # the resources section holds no ops
+    counts = Counter(m.group(1) for m in _TEXT_OP.finditer(text))
+    returns = len(_BARE_RETURN.findall(text))  # func.return prints without its dialect
+    if returns:
+        counts["func.return"] += returns
+    return counts
+
+
+@dataclass
+class PhaseRecord:
+    """One IREE compilation phase: when its output was written, and what it holds."""
+
+    name: str
+    seconds: float
+    ops: Counter
+    path: Path | None = None  # the phase's dump while it exists (scratch, or moved by a dump)
+    size: int = 0
+
+
+@dataclass
+class ExecutableFile:
+    """A file IREE wrote for one executable: its source, target code or binary."""
+
+    name: str
+    dispatch: str  # "module_main_dispatch_0", or "linked" for linked executables
+    kind: str      # source, configured, benchmark, llvm-ir, bitcode, assembly, object, binary, spirv, ptx
+    size: int
+    path: Path | None = None
+
+
+_EXPORT_NAME = re.compile(rb"[A-Za-z0-9]_dispatch_(\d+)")
+
+
+@dataclass
+class CompileResult:
+    vmfb: bytes
+    seconds: float
+    command: list[str]
+    phases: list[PhaseRecord] = field(default_factory=list)
+    executables: list[ExecutableFile] = field(default_factory=list)
+
+    @property
+    def dispatch_count(self) -> int:
+        """Distinct dispatch functions (exports of the flow phase's executables)."""
+        for phase in self.phases:
+            if phase.name == "flow":
+                return phase.ops.get("flow.executable.export", 0)
+        # Without the phases: the dispatches' export names, which the vmfb keeps
+        # ("main_dispatch_4_conv_64x56x56x3x3_f32"): the flow phase's count, less any dispatch
+        # that IREE folds away after it (ResNet-18: 104 both ways; a LeNet 17, flow 18).
+        return len(set(_EXPORT_NAME.findall(self.vmfb)))
+
+    @property
+    def binary_bytes(self) -> int:
+        return sum(f.size for f in self.executables if f.kind == "binary")
+
+
+def statistics(result: CompileResult) -> dict:
+    """What a compilation made, as plain data: per-phase times and ops, dispatches, sizes."""
+    return {
+        "seconds": result.seconds,
+        "phases": [{"name": p.name, "seconds": p.seconds, "ops": dict(p.ops)} for p in result.phases],
+        "dispatches": result.dispatch_count,
+        "executables": [{"name": f.name, "dispatch": f.dispatch, "kind": f.kind, "size": f.size}
+                        for f in result.executables if f.kind == "binary"],
+        "binary_bytes": result.binary_bytes,
+        "vmfb_bytes": len(result.vmfb),
+    }
+
+
+def _kind(name: str) -> str:
+    if name.endswith("_benchmark.mlir"):
+        return "benchmark"
+    if name.startswith("configured_") and name.endswith(".mlir"):
+        return "configured"
+    suffix = name.rsplit(".", 1)[-1]
+    return {"mlir": "source", "ll": "llvm-ir", "bc": "bitcode", "s": "assembly", "o": "object",
+            "so": "binary", "spv": "binary", "spvasm": "spirv", "ptx": "ptx", "fatbin": "binary",
+            "cubin": "binary", "vmfb": "binary", "hsaco": "binary"}.get(suffix, suffix)
+
+
+def executable_files(directory: Path) -> list[ExecutableFile]:
+    """The files IREE dumped for its executables, sorted by dispatch and kind."""
+    out = []
+    for p in sorted(directory.iterdir()) if directory.is_dir() else []:
+        if p.is_file():
+            m = _DISPATCH.search(p.name)
+            out.append(ExecutableFile(p.name, m.group(1) if m else "linked", _kind(p.name),
+                                      p.stat().st_size, p))
+    return out
+
+
+def phase_records(directory: Path, started_ns: int) -> list[PhaseRecord]:
+    """Phases from their dump files; a phase's time is from the previous file's write to its own."""
+    found = []
+    for p in directory.iterdir() if directory.is_dir() else []:
+        m = _PHASE_FILE.match(p.name)
+        if m:
+            found.append((int(m.group(1)), m.group(2), p))
+    out, last = [], started_ns
+    for _, name, p in sorted(found):
+        st = p.stat()
+        text = p.read_text(errors="replace")
+        out.append(PhaseRecord(name, max(st.st_mtime_ns - last, 0) / 1e9, text_op_histogram(text),
+                               p, st.st_size))
+        last = st.st_mtime_ns
+    return out
+
+
+def compile_to_vmfb(
+    bytecode: bytes,
+    target: Target,
+    extra_flags: list[str] | tuple[str, ...] = (),
+    *,
+    phases_dir: str | os.PathLike | None = None,
+    executables_dir: str | os.PathLike | None = None,
+    print_passes_dir: str | os.PathLike | None = None,
+    elide: bool = True,
+    timeout: float | None = None,
+    phases: bool = False,
+) -> CompileResult:
+    """Compile MLIR bytecode (linalg on tensors) for ``target``; raise StageError on failure.
+
+    ``phases`` records IREE's phases (time and ops of each, from their dumps): printing twelve
+    modules costs iree-compile time (the README's compile-time table, column `phases`), so it
+    is asked for, not default.
+    ``phases_dir``/``executables_dir`` keep IREE's phase dumps and every executable file
+    (sources, LLVM IR, assembly, binaries) there instead of in a scratch folder (a
+    ``phases_dir`` implies ``phases``); ``print_passes_dir`` receives the IR after every pass
+    (a tree of files).
+    """
+    with tempfile.TemporaryDirectory(prefix="lowerkit-") as tmp:
+        src = Path(tmp) / "input.mlirbc"
+        out = Path(tmp) / "module.vmfb"
+        src.write_bytes(bytecode)
+        if phases_dir is None:
+            phases_dir = Path(tmp) / "phases"
+            keep_phases = False
+        else:
+            keep_phases = True
+        execs = Path(executables_dir) if executables_dir is not None else Path(tmp) / "executables"
+        flags = [*COMMON_FLAGS, *target.compile_flags(), *extra_flags]
+        replay_flags = list(flags)
+        if keep_phases or phases:
+            flags.append(f"--dump-compilation-phases-to={phases_dir}")
+        if executables_dir is not None:
+            flags.append(f"--iree-hal-dump-executable-files-to={execs}")
+        else:
+            flags.append(f"--iree-hal-dump-executable-binaries-to={execs}")
+        if print_passes_dir is not None:
+            flags += ["--mlir-print-ir-after-all", f"--mlir-print-ir-tree-dir={print_passes_dir}"]
+        if elide:
+            flags += list(ELIDE_FLAGS)
+        cmd = [iree_compile_tool(), str(src), *flags, "-o", str(out)]
+        replay = [iree_compile_tool(), str(src), *replay_flags, "-o", str(out)]
+        started_ns = time.time_ns()
+        seconds = _run(cmd, replay, bytecode, target, timeout)
+        result = CompileResult(out.read_bytes(), seconds, cmd,
+                               phase_records(Path(phases_dir), started_ns), executable_files(execs))
+        if not keep_phases:
+            for p in result.phases:
+                p.path = None
+        if executables_dir is None:
+            for f in result.executables:
+                f.path = None
+        return result
+
+
+def _run(cmd: list[str], replay: list[str], bytecode: bytes, target: Target,
+         timeout: float | None) -> float:
+    """Run iree-compile; its seconds, or the StageError (an `UnsupportedError` for what the
+    target cannot do) with the input saved and the command that replays it."""
+    start = time.perf_counter()
+    try:
+        if timeout is None:
+            timeout = default_timeout()
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0 and _needs_system_linking(proc.stderr, cmd):
+            # f64 math (sin, cos, ...) calls libm, which IREE's embedded ELF cannot link:
+            # link a system library instead, for which IREE uses the host's linker.
+            cmd.insert(-2, SYSTEM_LINKING_FLAG)
+            replay.insert(-2, SYSTEM_LINKING_FLAG)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise _failure(bytecode, replay, f"timed out after {timeout}s", "") from None
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        if proc.returncode < 0:
+            summary = f"iree-compile crashed with {signal.Signals(-proc.returncode).name}"
+        else:
+            summary = f"iree-compile exited with status {proc.returncode}"
+        hint = _hint(proc.stderr, target)
+        refused = bool(hint) and proc.returncode > 0  # a crash is never a refusal
+        raise _failure(bytecode, replay, summary + hint, proc.stderr,
+                       UnsupportedError if refused else StageError)
+    return seconds
+
+
+_I64_ILLEGAL = re.compile(r"failed to legalize operation .*i64\b")
+
+
+def _hint(stderr: str, target: Target) -> str:
+    """What to do about a failure whose cause is the target rather than the program."""
+    if "from ('i64') to ('vector<2xi32>')" in stderr or (
+            64 not in target.storage_bits and _I64_ILLEGAL.search(stderr)):
+        # SPIR-V without Int64 emulates i64 as two i32 and some ops have no emulation (an i64
+        # sum of sums fails as an illegal `vector.broadcast` of i64)
+        return (f" (64-bit integer arithmetic is not supported on '{target.name}': the GPU has "
+                "no Int64; compute in int32, or compile for a named GPU, e.g. 'vulkan:rdna3')")
+    return ""
+
+
+def _short(message: str) -> str:
+    """IREE quotes whole target attributes in messages; keep the start of such a line."""
+    message = _TARGET_ATTR.sub(r"\1, …>", message)
+    return message if len(message) <= _MESSAGE_LIMIT else message[:_MESSAGE_LIMIT] + " …"
+
+
+def parse_diagnostics(stderr: str) -> list[Diagnostic]:
+    """The errors in IREE's console output, each with its op and source location."""
+    out = []
+    for m in _DIAG.finditer(stderr):
+        msg = m.group("msg").strip()
+        op = _OP.search(msg)
+        loc = m.group("loc").strip().strip('"')
+        location = None if loc in ("", "-", "<unknown>") else f"{loc}:{m.group('line')}"
+        if location and "callsite(" in location:
+            location = source_location(location) or location
+        diag = Diagnostic(_short(msg), (op.group(1) or op.group(2)) if op else None, location)
+        if all(str(d) != str(diag) for d in out):
+            out.append(diag)
+    return out
+
+
+def _failure(bytecode: bytes, cmd: list[str], summary: str, stderr: str,
+             error: type[StageError] = StageError) -> StageError:
+    """A StageError (an `UnsupportedError` for a refusal `_hint` explains) with the input
+    saved as readable .mlir (bytecode if that fails)."""
+    try:
+        from iree.compiler import ir
+
+        with ir.Context() as ctx:
+            module = ir.Module.parse(bytecode, ctx)
+            repro = save_reproducer(STAGE, module.operation.get_asm(enable_debug_info=True))
+    except Exception:
+        repro = save_reproducer(STAGE, bytecode, ".mlirbc")
+    replay = [tool(Path(cmd[0]).name), str(repro), *cmd[2:-2], "-o", "/dev/null"]
+    diags = parse_diagnostics(stderr)
+    if not diags and stderr.strip():
+        tail = stderr.strip().splitlines()[-8:]
+        diags = [Diagnostic(" | ".join(_short(t) for t in tail))]
+    ops = sorted({d.op for d in diags if d.op})
+    if ops:
+        summary += f": {len(diags)} error(s) on {', '.join(ops)}"
+    return error(STAGE, summary, diags, repro, shlex.join(replay))

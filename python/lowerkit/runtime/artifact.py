@@ -1,0 +1,237 @@
+"""Artifact: a compiled program, callable with torch tensors, saved and loaded as one file.
+
+It holds the vmfb, the target, the call signature and the record of every stage that made it.
+The file format is a zip with ``module.vmfb`` and ``artifact.json``.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import threading
+import os
+import zipfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+from ..errors import LowerkitError
+from ..ingress.signature import CallSignature
+from ..ir import Build
+from ..stages.stage import StageRecord
+from ..target import Target
+from .executable import DeviceTensor, Executable, invoke_resident, wide_dtypes
+
+FORMAT_VERSION = 1
+
+
+class Artifact:
+    """A compiled program. ``artifact(*args, **kwargs)`` runs it like the original model."""
+
+    # what IREE made: per-phase times and ops, dispatches, sizes (`compiler.statistics`)
+    compile_stats: dict | None = None
+    # True when the compile cache returned this artifact instead of compiling (`lowerkit.cache`)
+    cache_hit: bool = False
+
+    def __init__(
+        self,
+        vmfb: bytes,
+        target: Target,
+        signature: CallSignature,
+        records: list[StageRecord] | None = None,
+        device: str | None = None,
+    ):
+        self.vmfb = vmfb
+        self.target = target
+        self.signature = signature
+        self.records = list(records or [])
+        # runtime driver this artifact runs on; one of the target's (see `to`)
+        self.driver = target.driver_for(device)
+        self._executable: Executable | None = None
+        # Current values of the buffers the program mutates (signature.state), updated by
+        # every call as eager PyTorch updates the module's buffers.
+        self.state: list[torch.Tensor] = [torch.zeros(s.shape, dtype=s.dtype)
+                                          for s in signature.state]
+        self._state_lock = threading.Lock()
+
+    @property
+    def executable(self) -> Executable:
+        if self._executable is None:
+            self._executable = Executable(self.vmfb, self.driver,
+                                          widen=wide_dtypes(self.target.storage_bits))
+        return self._executable
+
+    @functools.cached_property
+    def _result_dtypes(self) -> list[torch.dtype]:
+        """Every result's dtype for the caller: mutated inputs, outputs, then state."""
+        inputs = self.signature.tensor_inputs
+        return ([inputs[i].dtype for i in self.signature.mutated_inputs]
+                + [s.dtype for s in self.signature.tensor_outputs]
+                + [s.dtype for s in self.signature.state])
+
+    def _narrowed(self, outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Outputs that the target returned widened (`widen-narrow-io`), as their own dtype."""
+        return [o.to(d) if o.dtype is not d and o.dtype.itemsize > d.itemsize else o
+                for o, d in zip(outputs, self._result_dtypes)]
+
+    def to(self, device: str) -> "Artifact":
+        """The same compiled program on another of its target's devices (``cpu``, ``vulkan``,
+        ``cuda``), e.g. for an artifact compiled with ``target="cpu+vulkan"``."""
+        moved = Artifact(self.vmfb, self.target, self.signature, self.records, device)
+        moved.compile_stats = self.compile_stats
+        moved.state = [t.clone() for t in self.state]
+        return moved
+
+    def __call__(self, *args: Any, keep_on_device: bool = False, **kwargs: Any) -> Any:
+        """Run like the original model. With ``keep_on_device=True`` the outputs are
+        `DeviceTensor`s left on the device, which later calls take as inputs."""
+        plain = not kwargs and all(type(a) is torch.Tensor for a in args)
+        if keep_on_device or (not plain and _has_device_tensor(args, kwargs)):
+            if self.state:
+                raise LowerkitError("a program that mutates its buffers cannot keep data on the "
+                                    "device yet; call it with host tensors")
+            return self._call_resident(args, kwargs, keep_on_device)
+        tensors = self.signature.flatten_inputs(args, kwargs)
+        mutated = self.signature.mutated_inputs
+        n_outputs = len(mutated) + len(self.signature.tensor_outputs)
+        executable = self.executable
+        if not self.state:
+            outputs = executable.invoke(tensors, n_outputs)
+            if executable.widen:
+                outputs = self._narrowed(outputs)
+        else:
+            with self._state_lock:  # calls update the state one after another, as in eager
+                outputs = executable.invoke(tensors + self.state, n_outputs + len(self.state))
+                if executable.widen:
+                    outputs = self._narrowed(outputs)
+                self.state = outputs[n_outputs:]
+                outputs = outputs[:n_outputs]
+        for index, value in zip(mutated, outputs):  # in-place changes, as eager makes them
+            _tensor_leaf(args, kwargs, index).copy_(value)
+        return self.signature.unflatten_outputs(outputs[len(mutated):])
+
+    def _call_resident(self, args: tuple, kwargs: dict, keep_on_device: bool) -> Any:
+        # The signature checks placeholders with the DeviceTensors' shapes and dtypes.
+        swapped: dict[int, DeviceTensor] = {}
+
+        def placeholder(v: Any) -> Any:
+            if isinstance(v, DeviceTensor):
+                p = torch.empty((), dtype=v.dtype).expand(v.shape)
+                swapped[id(p)] = v
+                return p
+            return v
+
+        args, kwargs = pytree.tree_map(placeholder, (tuple(args), dict(kwargs)))
+        values = [swapped.get(id(t), t) for t in self.signature.flatten_inputs(args, kwargs)]
+        outputs = invoke_resident(self.executable, values, len(self.signature.tensor_outputs),
+                                  [s.dtype for s in self.signature.tensor_outputs])
+        if not keep_on_device:
+            outputs = [o.cpu() for o in outputs]
+        return self.signature.unflatten_outputs(outputs)
+
+    # -- inspection ------------------------------------------------------------------------
+    def stage_table(self, title: str | None = None):
+        """A ``rich`` table of the stages: build, time, op count and the top dialects."""
+        from rich.table import Table
+
+        table = Table(title=title or f"lowerkit → {self.target.name}")
+        table.add_column("#", justify="right")
+        table.add_column("stage", no_wrap=True)
+        table.add_column("build")
+        table.add_column("time (ms)", justify="right")
+        table.add_column("ops", justify="right")
+        table.add_column("dialects", overflow="fold")
+        stats = self.compile_stats or {}
+        for i, r in enumerate(self.records):
+            dialects = ", ".join(f"{d} {n}" for d, n in r.dialects().most_common(4))
+            ops = str(r.op_count) if r.ops else "-"
+            table.add_row(str(i), r.name, r.build.value, f"{r.seconds * 1e3:.1f}", ops, dialects)
+            if r.name == "iree-compile" and stats and not stats.get("phases"):
+                table.add_row("", "  └ (IREE's phases: iree_phases=True, lowerkit run --phases)",
+                              "", "", "", "", style="dim")
+            if r.name == "iree-compile":  # its phases, from iree-compile's phase dumps
+                for p in stats.get("phases", []):
+                    top = Counter()
+                    for name, n in p["ops"].items():
+                        top[name.split(".", 1)[0]] += n
+                    table.add_row("", f"  └ {p['name']}", "", f"{p['seconds'] * 1e3:.1f}",
+                                  str(sum(p["ops"].values())),
+                                  ", ".join(f"{d} {n}" for d, n in top.most_common(4)), style="dim")
+        if stats:
+            table.caption = (f"{stats['dispatches']} dispatches · executable binaries "
+                             f"{stats['binary_bytes'] / 1024:.1f} KiB · vmfb {stats['vmfb_bytes'] / 1024:.1f} KiB")
+        return table
+
+    @property
+    def compile_seconds(self) -> float:
+        return sum(r.seconds for r in self.records)
+
+    def __repr__(self) -> str:
+        on = f", device={self.driver!r}" if self.target.drivers else ""
+        return (f"Artifact(target={self.target.name!r}{on}, inputs={self.signature.describe_inputs()}, "
+                f"vmfb={len(self.vmfb)} bytes)")
+
+    # -- files -----------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> Path:
+        path = Path(path)
+        meta = {
+            "format": FORMAT_VERSION,
+            "target": self.target.to_json(),
+            "signature": self.signature.to_json(),
+            "records": [
+                {"name": r.name, "build": r.build.value, "seconds": r.seconds, "ops": dict(r.ops)}
+                for r in self.records
+            ],
+            "compile_stats": self.compile_stats,
+        }
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as z:
+            z.writestr("artifact.json", json.dumps(meta, indent=1))
+            z.writestr("module.vmfb", self.vmfb)
+            if self.state:
+                buf = io.BytesIO()
+                torch.save(self.state, buf)
+                z.writestr("state.pt", buf.getvalue())
+        os.replace(tmp, path)
+        return path
+
+    @staticmethod
+    def load(path: str | os.PathLike, device: str | None = None) -> "Artifact":
+        """Read a saved artifact; ``device`` picks one of its target's devices."""
+        with zipfile.ZipFile(path) as z:
+            meta = json.loads(z.read("artifact.json"))
+            vmfb = z.read("module.vmfb")
+            state = (torch.load(io.BytesIO(z.read("state.pt")), weights_only=True)
+                     if "state.pt" in z.namelist() else None)
+        if meta.get("format") != FORMAT_VERSION:
+            raise ValueError(f"{path}: artifact format {meta.get('format')} is not {FORMAT_VERSION}")
+        records = [
+            StageRecord(r["name"], Build(r["build"]), r["seconds"], Counter(r["ops"]))
+            for r in meta["records"]
+        ]
+        art = Artifact(vmfb, Target.from_json(meta["target"]),
+                       CallSignature.from_json(meta["signature"]), records, device)
+        art.compile_stats = meta.get("compile_stats")
+        if state is not None:
+            art.state = state
+        return art
+
+
+def _tensor_leaf(args: tuple, kwargs: dict, index: int) -> torch.Tensor:
+    leaves = [v for v in pytree.tree_leaves((tuple(args), dict(kwargs))) if isinstance(v, torch.Tensor)]
+    return leaves[index]
+
+
+def _has_device_tensor(args: tuple, kwargs: dict) -> bool:
+    """Cheap for the usual call of plain tensors: only containers are walked."""
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, DeviceTensor):
+            return True
+        if isinstance(v, (list, tuple, dict)) and any(
+                isinstance(leaf, DeviceTensor) for leaf in pytree.tree_leaves(v)):
+            return True
+    return False

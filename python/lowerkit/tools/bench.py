@@ -1,0 +1,376 @@
+"""Benchmarks: eager PyTorch, torch.compile (Inductor) and lowerkit on one model, in one process.
+
+The three run interleaved (round after round, each contender in turn) and warm, so that the
+noise of a shared machine falls on all of them alike; each sample times a batch of calls
+long enough to be well above the clock's resolution. Reported: median time per call with the
+interquartile spread, ratios against eager and torch.compile, compile time cold and cached,
+and the peak resident memory each contender adds to the process from before its compile
+through its first calls (Linux's VmHWM, reset before each). A GEMM line relates achieved
+GFLOP/s to this machine's measured matmul peak.
+
+Before each sample the process idles for a short *settle* time. Without it a contender pays
+for the one timed before it: torch's OpenMP workers spin-wait for a while after every
+multi-threaded op (libgomp's default wait policy), holding the cores that the next
+contender's threads want (measured: ResNet-18 through lowerkit 19.3 ms alone, 31.3 ms right
+after 2-thread eager calls; `lowerkit bench --settle-ms 0` shows it).
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import math
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from datetime import datetime, timezone
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from .. import api
+from ..target import CPU_SPEED_FLAGS
+from ..zoo import models
+
+CONTENDERS = ("eager", "torch.compile", "lowerkit")
+
+
+# -- where a stored result comes from ----------------------------------------------------------
+def _git(*args: str) -> str | None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        out = subprocess.run(["git", "-C", here, *args], capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _program() -> str:
+    """``sys.argv[0]`` relative to the repository's root when inside it (the command as typed
+    there: ``.venv/bin/lowerkit``, ``benchmarks/compile_time.py``), else its base name."""
+    root = _git("rev-parse", "--show-toplevel")
+    path = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if root and path.startswith(os.path.join(root, "")):
+        return os.path.relpath(path, root)
+    return os.path.basename(path)
+
+
+def cpu_description() -> dict:
+    """/proc/cpuinfo's model name and its AVX-512/AMX flags: what IREE's ``host`` CPU tunes
+    for, so two stored results can be told apart by the machine that took them."""
+    model, flags = None, set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name" and model is None:
+                    model = value.strip()
+                elif key == "flags" and not flags:
+                    flags = {x for x in value.split() if x.startswith(("avx512", "amx"))}
+    except OSError:
+        pass
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {"model": model, "flags": sorted(flags), "cores": os.cpu_count(),
+            "cores_usable": affinity}
+
+
+def run_metadata(command: str | None = None) -> dict:
+    """Provenance of a benchmark run, stored beside its numbers: the commit (and whether the
+    tree had uncommitted changes outside ``benchmarks/results/``), the command (``sys.argv``
+    unless given), the date, the CPU, the thread counts, the load, the toolchain and the CPU
+    target's iree-compile flags. A README figure is only as good as this record (issue 16)."""
+    from importlib import metadata
+
+    def version(dist: str) -> str | None:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                  ":(exclude)benchmarks/results")
+    return {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "commit": _git("rev-parse", "HEAD"),
+        "dirty": None if status is None else bool(status),
+        "command": command or shlex.join([_program(), *sys.argv[1:]]),
+        "cpu": cpu_description(),
+        # lowerkit's CPU programs run on IREE's local-task workers, one per usable core,
+        # whatever torch's thread count is
+        "threads": {"torch": torch.get_num_threads(),
+                    "torch_interop": torch.get_num_interop_threads()},
+        "load_average": list(os.getloadavg()),
+        "versions": {d: version(d) for d in ("torch", "torch-mlir", "iree-base-compiler",
+                                             "iree-base-runtime", "lowerkit")},
+        "iree_cpu_flags": list(CPU_SPEED_FLAGS),
+        "env": {k: os.environ[k] for k in ("LOWERKIT_CPU_DRIVER", "LOWERKIT_DECOMPOSITIONS",
+                                            "OMP_WAIT_POLICY", "OMP_NUM_THREADS")
+                if k in os.environ},
+    }
+
+
+@dataclass
+class Timing:
+    """Per-call times of one contender (seconds), from interleaved samples."""
+
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples) if self.samples else math.nan
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range relative to the median (0.05 = ±5 % band)."""
+        if len(self.samples) < 4:
+            return math.nan
+        q = statistics.quantiles(self.samples, n=4)
+        return (q[2] - q[0]) / self.median
+
+
+@dataclass
+class BenchResult:
+    """One model's benchmark: per-contender timing, compile times, memory, and errors."""
+
+    model: str
+    timings: dict[str, Timing] = field(default_factory=dict)
+    compile_cold: dict[str, float] = field(default_factory=dict)
+    compile_cached: dict[str, float] = field(default_factory=dict)
+    peak_memory_mb: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    flops: float | None = None   # per call, when known (the GEMM line)
+    settle_s: float = 0.0        # idle before each sample
+
+    def median(self, name: str) -> float:
+        t = self.timings.get(name)
+        return t.median if t else math.nan
+
+    def speedup(self, name: str, baseline: str) -> float:
+        """How many times faster ``name`` is than ``baseline`` (>1 is faster)."""
+        return self.median(baseline) / self.median(name)
+
+    def to_json(self) -> dict:
+        return {
+            "model": self.model,
+            "median_ms": {k: t.median * 1e3 for k, t in self.timings.items()},
+            "spread": {k: t.spread for k, t in self.timings.items()},
+            "samples_ms": {k: [s * 1e3 for s in t.samples] for k, t in self.timings.items()},
+            "lowerkit_vs_eager": self.speedup("lowerkit", "eager"),
+            "lowerkit_vs_torch_compile": self.speedup("lowerkit", "torch.compile"),
+            "compile_cold_s": self.compile_cold,
+            "compile_cached_s": self.compile_cached,
+            "peak_memory_mb": self.peak_memory_mb,
+            "settle_s": self.settle_s,
+            "errors": self.errors,
+            "gflops": {k: self.flops / t.median / 1e9 for k, t in self.timings.items()}
+            if self.flops else None,
+        }
+
+
+# -- memory ------------------------------------------------------------------------------------
+def _status_kb(field_name: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+class _PeakMemory:
+    """Peak RSS growth (MiB) over a block: VmHWM reset via clear_refs on entry, read on exit.
+
+    Measured over a contender's compile and first calls, not its warm calls: warm calls reuse
+    memory their allocators already hold, so they add nothing to measure. What it counts is
+    what the contender costs this process (weights it copies, compiled code, arenas, an
+    in-process compiler's peak); lowerkit's stages run in forked children, not counted."""
+
+    def __init__(self, result: "BenchResult", name: str):
+        self.result, self.name, self.base = result, name, None
+
+    def __enter__(self) -> "_PeakMemory":
+        gc.collect()
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            return self
+        self.base = _status_kb("VmRSS")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        peak = _status_kb("VmHWM")
+        if self.base is not None and peak is not None:
+            self.result.peak_memory_mb[self.name] = max(0.0, (peak - self.base) / 1024)
+
+
+# -- contenders --------------------------------------------------------------------------------
+_CACHE_DIR: str | None = None
+
+
+def _compile_lowerkit(model, args, kwargs, target: str, result: "BenchResult"):
+    """Compile through a compile cache of this process's own, twice: the first compile misses
+    (cold) and writes it, the second finds it (cached). The first call opens the device."""
+    global _CACHE_DIR
+    import tempfile
+
+    options = {}
+    if "cache" in inspect.signature(api.compile).parameters:
+        if _CACHE_DIR is None:
+            _CACHE_DIR = tempfile.mkdtemp(prefix="lowerkit-bench-cache-")
+        options["cache"] = _CACHE_DIR
+    for label in ("cold", "cached"):
+        start = time.perf_counter()
+        art = api.compile(model, args, kwargs, target=target, **options)
+        getattr(result, f"compile_{label}")["lowerkit"] = time.perf_counter() - start
+    for _ in range(3):
+        art(*args, **kwargs)
+    return art
+
+
+def _compile_inductor(model, args, kwargs, result: "BenchResult"):
+    """torch.compile twice, timing the first call of each: cold, then with Inductor's caches."""
+    from torch import _dynamo
+
+    for label in ("cold", "cached"):
+        _dynamo.reset()
+        compiled = torch.compile(model)
+        start = time.perf_counter()
+        with torch.inference_mode():
+            compiled(*args, **kwargs)
+        getattr(result, f"compile_{label}")["torch.compile"] = time.perf_counter() - start
+    with torch.inference_mode():
+        for _ in range(2):
+            compiled(*args, **kwargs)
+    return compiled
+
+
+def prepare(model, args, kwargs, target: str, result: "BenchResult",
+            contenders: tuple[str, ...] = CONTENDERS) -> dict[str, Callable[[], Any]]:
+    """Compile every contender (timing cold and cached compiles, and the memory each adds);
+    return zero-arg callables."""
+    calls: dict[str, Callable[[], Any]] = {}
+    if "eager" in contenders:
+        def eager():
+            with torch.inference_mode():
+                return model(*args, **kwargs)
+        with _PeakMemory(result, "eager"):
+            for _ in range(3):
+                eager()
+        calls["eager"] = eager
+    if "torch.compile" in contenders:
+        try:
+            with _PeakMemory(result, "torch.compile"):
+                compiled = _compile_inductor(model, args, kwargs, result)
+
+            def inductor():
+                with torch.inference_mode():
+                    return compiled(*args, **kwargs)
+            calls["torch.compile"] = inductor
+        except Exception as e:  # noqa: BLE001 - a contender that cannot run is reported
+            result.errors["torch.compile"] = f"{type(e).__name__}: {e}"[:300]
+    if "lowerkit" in contenders:
+        try:
+            with _PeakMemory(result, "lowerkit"):
+                art = _compile_lowerkit(model, args, kwargs, target, result)
+            calls["lowerkit"] = lambda: art(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001
+            result.errors["lowerkit"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"[:300]
+    return calls
+
+
+def warm_up(target: str, contenders: tuple[str, ...] = CONTENDERS) -> None:
+    """Compile and run a tiny function with every contender, so that the first model measured
+    is not billed for loading the compilers' and runtimes' libraries (time and memory)."""
+    def tiny(x):
+        return torch.relu(x) + 1
+
+    prepare(tiny, (torch.randn(4),), {}, target, BenchResult("warm-up"), contenders)
+
+
+SETTLE_S = 0.03  # idle before each sample: longer than torch's OpenMP workers spin
+
+
+def measure(calls: dict[str, Callable[[], Any]], result: BenchResult, *, rounds: int = 15,
+            min_sample_s: float = 0.02, max_seconds: float = 20.0,
+            settle_s: float = SETTLE_S) -> None:
+    """Size each sample, then take interleaved samples of every contender, each after
+    ``settle_s`` of idling (see the module's docstring)."""
+    per_call = {}
+    for name, fn in calls.items():
+        fn()
+        times = []
+        for _ in range(5):  # the fastest of a few: one slow call (a driver trial, a page
+            start = time.perf_counter()  # fault) made samples of 5 calls where 1000 were due,
+            fn()  # and a 20 µs program then measured 100 µs, its first call after the settle
+            times.append(time.perf_counter() - start)
+        per_call[name] = max(min(times), 1e-7)
+    reps = {n: max(1, int(min_sample_s / t)) for n, t in per_call.items()}
+    # keep the whole run under max_seconds on slow models
+    round_cost = sum(reps[n] * per_call[n] + settle_s for n in calls)
+    rounds = max(5, min(rounds, int(max_seconds / max(round_cost, 1e-9))))
+    result.settle_s = settle_s
+    for name in calls:
+        result.timings[name] = Timing()
+    for _ in range(rounds):
+        for name, fn in calls.items():
+            n = reps[name]
+            if settle_s:
+                time.sleep(settle_s)
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            result.timings[name].samples.append((time.perf_counter() - start) / n)
+
+
+def bench_model(name: str, model, args, kwargs=None, *, target: str = "cpu",
+                contenders: tuple[str, ...] = CONTENDERS, rounds: int = 15,
+                flops: float | None = None, settle_s: float = SETTLE_S) -> BenchResult:
+    """Compile and measure one model with every contender."""
+    kwargs = dict(kwargs or {})
+    result = BenchResult(name, flops=flops)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        calls = prepare(model, args, kwargs, target, result, contenders)
+        measure(calls, result, rounds=rounds, settle_s=settle_s)
+    return result
+
+def zoo_models(include_slow: bool = False) -> list[str]:
+    """The zoo models `lowerkit bench zoo` times: not the GEMM (a line of its own), not the
+    known failures."""
+    return [m.name for m in models(include_slow=include_slow)
+            if "gemm" not in m.tags and "known-failure" not in m.tags]
+
+
+# -- the GEMM line -----------------------------------------------------------------------------
+def torch_mm_gflops(n: int = 2048, repeats: int = 5) -> float:
+    """GFLOP/s of the best of a few large float32 ``torch.mm`` on every core (whatever
+    ``torch.set_num_threads`` says: IREE's workers use every core too). A reference for the
+    GEMM line, not the machine's peak: lowerkit's GEMM has measured above it."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(os.cpu_count() or threads)
+    try:
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        torch.mm(a, b)
+        best = math.inf
+        for _ in range(repeats):
+            start = time.perf_counter()
+            torch.mm(a, b)
+            best = min(best, time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(threads)
+    return 2 * n ** 3 / best / 1e9
+
+
+def geomean(values: list[float]) -> float:
+    values = [v for v in values if v > 0 and math.isfinite(v)]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else math.nan

@@ -1,0 +1,131 @@
+"""Plant known faults one at a time and check that the tests named for each catch it.
+
+    .venv/bin/python scripts/planted_faults.py            # every fault
+    .venv/bin/python scripts/planted_faults.py cache-cpu  # some of them, by name
+
+Each fault is a small edit of lowerkit (or an environment variable) that breaks what a test is
+named for; the script applies it to the working tree, runs those tests, and restores the file
+(the tree must be clean: it refuses otherwise). A fault the tests do not catch is printed as
+MISSED and the exit status is 1. The suite itself (scripts/test) runs the unplanted code.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Fault:
+    name: str
+    what: str
+    tests: list[str]
+    file: str = ""
+    old: str = ""
+    new: str = ""
+    env: dict = field(default_factory=dict)
+
+
+FAULTS = [
+    Fault("fuzz-verdict", "every exception counts as 'unsupported' (the old keyword guess, at its worst)",
+          ["test/python/test_fuzz.py::test_a_bug_in_lowerkits_own_pass_is_an_error",
+           "test/python/test_fuzz.py::test_an_iree_compile_failure_is_an_error"],
+          "python/lowerkit/tools/fuzz.py",
+          "    except UnsupportedError as e:  # a deliberate refusal",
+          "    except Exception as e:  # a deliberate refusal"),
+    Fault("f32-tolerance", "float32's default tolerance loosened to 2e-2 of scale",
+          ["test/python/test_numerics.py::test_one_percent_error_at_scale_005_is_caught"],
+          "python/lowerkit/runtime/numerics.py",
+          'torch.float32: Tolerance(1e-5, "float32:', 'torch.float32: Tolerance(2e-2, "float32:'),
+    Fault("cache-cpu", "the cache key forgets which CPU 'host' is",
+          ["test/python/test_cache.py::test_two_host_cpus_never_share_an_entry"],
+          "python/lowerkit/cache.py",
+          '"host_cpu": targets.resolve_host_cpu(host_flags) if host_flags else None,', '"host_cpu": None,'),
+    Fault("replay-pass", "a registered pass's replay command names another (working) pass",
+          ["test/python/test_replay.py::test_printed_command_reproduces_the_failure"],
+          "python/lowerkit/stages/stage.py",
+          "--pass={self.name} {shlex.quote(str(path))}", "--pass=canonicalize {shlex.quote(str(path))}"),
+    Fault("scan-first-only", "a failing stage reports its first op only (no scan for the others)",
+          ["test/python/test_failures.py::test_every_unsupported_aten_op_at_once_with_its_line"],
+          "python/lowerkit/stages/scan.py",
+          '    """Take ops out of their module, each replaced by an operand of its result\'s type."""\n',
+          '    """Take ops out of their module, each replaced by an operand of its result\'s type."""\n'
+          "    return False\n"),
+    Fault("check-without-fixes", "lowerkit check skips the target's fixes",
+          ["test/python/test_check.py::test_check_runs_the_stages_compile_runs_for_the_target"],
+          "python/lowerkit/tools/check.py",
+          "    if target is not None:\n        after =", "    if False:\n        after ="),
+    Fault("opt-imports-torch", "the stage engine imports torch (lowerkit-opt then takes seconds)",
+          ["test/python/test_import_graph.py::test_mlir_only_work_does_not_import_torch"],
+          "python/lowerkit/stages/stage.py",
+          "from .. import registry\n", "from .. import registry\nimport torch  # noqa: F401\n"),
+    Fault("import-cycle", "the registry imports the stage engine at the top (a cycle)",
+          ["test/python/test_import_graph.py::test_no_import_cycle_between_lowerkits_modules"],
+          "python/lowerkit/registry.py",
+          "from .passes import PASSES\n", "from .passes import PASSES\nfrom .stages import stage  # noqa: F401\n"),
+    Fault("wheel-drops-package", "pyproject leaves lowerkit.tools out of the wheel",
+          ["test/python/test_packaging.py::test_pyproject_ships_every_package_and_dialect"],
+          "pyproject.toml", '"lowerkit.stages",\n    "lowerkit.tools",', '"lowerkit.stages",'),
+    Fault("readme-figure", "a README figure edited by hand",
+          ["test/python/test_readme_figures.py::test_readme_matches_the_stored_results"],
+          "README.md", "| **geomean, 26 models** | | | | **1.46×**", "| **geomean, 26 models** | | | | **1.56×**"),
+    Fault("no-gelu-fix", "lowerkit's decompositions off: GELU(tanh) with torch-mlir's 0.797724",
+          ["test/python/test_decompositions.py::test_gelu_matches_eager_at_f32s_tolerance[tanh]"],
+          env={"LOWERKIT_DECOMPOSITIONS": "0"}),
+]
+
+
+def run(fault: Fault) -> tuple[bool, float, str]:
+    """(caught, seconds, last line of pytest's output)."""
+    path = ROOT / fault.file if fault.file else None
+    original = path.read_text() if path else None
+    if path:
+        if original.count(fault.old) != 1:
+            raise SystemExit(f"{fault.name}: the text to change is not once in {fault.file}; "
+                             "update the fault")
+        path.write_text(original.replace(fault.old, fault.new))
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *fault.tests],
+            cwd=ROOT, env={**os.environ, "LOWERKIT_CACHE_DIR": "off", **fault.env},
+            capture_output=True, text=True)
+    finally:
+        if path:
+            path.write_text(original)
+    lines = [l for l in done.stdout.strip().splitlines() if l.strip()]
+    return done.returncode != 0, time.perf_counter() - start, lines[-1] if lines else ""
+
+
+def main(argv: list[str]) -> int:
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    if dirty:
+        print("planted_faults: the tree has uncommitted changes; commit or stash them first",
+              file=sys.stderr)
+        return 2
+    chosen = [f for f in FAULTS if not argv or f.name in argv]
+    table = Table(title="planted faults: each must make its tests fail")
+    for col in ("fault", "what", "tests", "caught", "s"):
+        table.add_column(col, overflow="fold")
+    missed = 0
+    for fault in chosen:
+        caught, seconds, last = run(fault)
+        missed += not caught
+        table.add_row(fault.name, fault.what, "\n".join(t.split("::")[-1] for t in fault.tests),
+                      "caught: " + last if caught else "[red]MISSED[/red]", f"{seconds:.0f}")
+    Console(width=200).print(table)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
