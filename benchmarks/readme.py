@@ -210,6 +210,24 @@ def render_call_floor(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- tool_startup.py --json ------------------------------------------------------------------------
+def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> str:
+    """``lowerkit-opt`` per call and the lit suite, in another tree (``before``) and this one."""
+    def tree(d: dict) -> str:
+        return f"`{(d.get('tree_commit') or '?')[:10]}`"
+
+    lines = [f"| fresh process, median of {after['calls']} | {tree(before)} | {tree(after)} |",
+             "| --- | ---: | ---: |"]
+    for name, row in after["commands"].items():
+        old = before["commands"].get(name, {}).get("median_s")
+        lines.append(f"| `{name}` | {_num(old)} s | {_num(row['median_s'])} s |")
+    if before.get("lit") and after.get("lit"):
+        lines.append(f"| `lit test/lit pipelines` (whole suite, once) | {_num(before['lit']['wall_s'])} s "
+                     f"| {_num(after['lit']['wall_s'])} s |")
+    return ("\n".join(lines) + "\n\n" + provenance(paths[0], before["meta"]) + "\n\n"
+            + provenance(paths[1], after["meta"]))
+
+
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
@@ -234,6 +252,12 @@ BLOCKS: dict[str, Block] = {
          " --variant default --variant phases --variant flags:--iree-opt-level=O0"
          " --json benchmarks/results/compile-time.json",),
         render_compile_time),
+    "tool-startup": Block(
+        ("tool-startup-before.json", "tool-startup.json"),
+        (".venv/bin/python benchmarks/tool_startup.py --tree CHECKOUT_BEFORE --lit"
+         " --json benchmarks/results/tool-startup-before.json",
+         ".venv/bin/python benchmarks/tool_startup.py --lit --json benchmarks/results/tool-startup.json"),
+        render_tool_startup),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),
