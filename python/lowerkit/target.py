@@ -168,13 +168,12 @@ def resolve_host_cpu(cpu_flags: tuple[str, ...] = (f"{_LLVMCPU_FLAG}cpu={HOST}",
     return dict(_TARGET_FIELD.findall(found.group(1)))
 
 
-# Measured on the zoo at batch 1 (issue 7, `lowerkit bench zoo`): O3, data tiling (packed
-# weights folded at compile time) and IREE's microkernels (mmt4d & co.) give 1.5-10x over
-# IREE's defaults on matmul-heavy models; im2col turns convolutions into those same packed
-# matmuls (ResNet-18 245 -> 134 ms). Every zoo model still matches eager.
-# Constant evaluation (packing weights inside iree-compile) is off: the packing then runs once,
-# when the module is loaded. Re-measured on 2026-11-23: ResNet-18 compiles in 12.5 s, not
-# 16.3 s, MobileNetV2-0.5 in 10.5-12.4 s, not 11.9-15.9 s, with the same steady calls.
+# Why these flags: O3, data tiling and IREE's microkernels (mmt4d & co.) speed up matmul-heavy
+# models; im2col turns convolutions into those same packed matmuls. Constant evaluation
+# (packing weights inside iree-compile) is off: the packing runs once, when the module loads.
+# The measurement is benchmarks/results/cpu-flags.json (README, "Speed"): on its Xeon, ResNet-18
+# ran 31.5 ms a call with these flags, 103 ms with IREE's defaults, and compiled 10.7 s in
+# iree-compile against 11.8 s with constant evaluation on. Every zoo model matches eager.
 CPU_SPEED_FLAGS = (
     "--iree-opt-level=O3",
     "--iree-opt-data-tiling",
