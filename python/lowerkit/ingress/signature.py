@@ -59,7 +59,18 @@ class Constant:
         return f"constant {self.value!r}"
 
 
-Leaf = TensorSpec | Constant
+@dataclass(frozen=True)
+class ScalarSpec:
+    """An integer given at every call (a dynamic size of ``torch.compile``, a SymInt), named
+    like the dynamic tensor dimensions it must agree with."""
+
+    name: str
+
+    def describe(self) -> str:
+        return f"int {self.name}"
+
+
+Leaf = TensorSpec | Constant | ScalarSpec
 
 
 def _same_constant(a: Any, b: Any) -> bool:
@@ -89,8 +100,9 @@ class CallSignature:
         parts = [str(a) for a in args] + [f"{k}={v}" for k, v in kwargs.items()]
         return "(" + ", ".join(parts) + ")"
 
-    def flatten_inputs(self, args: tuple, kwargs: dict) -> list[torch.Tensor]:
-        """Check a call against the signature; return the tensors the executable takes."""
+    def flatten_inputs(self, args: tuple, kwargs: dict) -> list[torch.Tensor | int]:
+        """Check a call against the signature; return what the executable takes: tensors, and
+        ints for `ScalarSpec` inputs."""
         static = self._static_inputs
         if static is not None and not kwargs and len(args) == len(static):
             for value, (dtype, shape) in zip(args, static):  # the common call, checked cheaply
@@ -120,6 +132,15 @@ class CallSignature:
                         f"into it; got {value!r}. Recompile to use another value. "
                         f"Signature: {self.describe_inputs()}"
                     )
+                continue
+            if isinstance(leaf, ScalarSpec):
+                if type(value) is not int or bound.setdefault(leaf.name, value) != value:
+                    raise InputError(
+                        f"{where} must be an int {leaf.name}"
+                        + (f" equal to {bound[leaf.name]} (the size it names)"
+                           if type(value) is int else f", got {type(value).__name__}")
+                        + f". Signature: {self.describe_inputs()}")
+                tensors.append(value)
                 continue
             if not isinstance(value, torch.Tensor):
                 raise InputError(
@@ -208,6 +229,8 @@ class CallSignature:
     # -- saving ----------------------------------------------------------------------------
     def to_json(self) -> dict:
         def leaf(l: Leaf) -> dict:
+            if isinstance(l, ScalarSpec):
+                return {"scalar": l.name}
             return {"tensor": l.to_json()} if isinstance(l, TensorSpec) else {"constant": l.value}
 
         return {
@@ -222,6 +245,8 @@ class CallSignature:
     @staticmethod
     def from_json(d: dict) -> "CallSignature":
         def leaf(x: dict) -> Leaf:
+            if "scalar" in x:
+                return ScalarSpec(x["scalar"])
             return TensorSpec.from_json(x["tensor"]) if "tensor" in x else Constant(x["constant"])
 
         return CallSignature(

@@ -111,7 +111,8 @@ class Executable:
                     self._loaded = self._load()
         return self._loaded
 
-    def invoke(self, tensors: list[torch.Tensor], n_results: int) -> list[torch.Tensor]:
+    def invoke(self, tensors: list["torch.Tensor | int"], n_results: int) -> list[torch.Tensor]:
+        """Call the program with tensors (and ints, for its scalar arguments)."""
         path = self._host_path
         rt, device, context, fn = self.loaded if path is None else path.pick()
         hal = _hal(rt)
@@ -121,6 +122,9 @@ class Executable:
         push = args.push_ref
         widen = self.widen
         for t in tensors:  # ~2 µs an input: a small program's call is a few of these
+            if type(t) is int:  # a dynamic size (ScalarSpec)
+                args.push_int(t)
+                continue
             if t.requires_grad:
                 t = t.detach()
             if widen and t.dtype in widen:
