@@ -125,3 +125,43 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
     return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
                         inference_compiler=compiler("inference"),
                         decompositions=decomposition_table())(gm, example_inputs)
+
+
+@dataclass
+class Explanation:
+    """What ``torch.compile(fn, backend="lowerkit")`` does with one call: Dynamo's graph breaks
+    (why, and where in the user's code) and, per graph, where it runs and why."""
+
+    graphs: list[GraphRecord]
+    breaks: list[str]
+    result: Any = None
+
+    def table(self, title: str = "torch.compile(backend='lowerkit')"):
+        from rich.table import Table
+
+        table = Table(title=title)
+        for col in ("#", "graph", "ATen ops", "runs in", "compile s", "why eager"):
+            table.add_column(col, overflow="fold")
+        for r in self.graphs:
+            table.add_row(str(r.index), r.kind, str(r.ops), r.ran, f"{r.seconds:.2f}",
+                          r.reason or "")
+        return table
+
+
+def explain(fn: Callable, *args: Any, options: dict | None = None, **kwargs: Any) -> Explanation:
+    """Run ``fn(*args, **kwargs)`` once through the backend, from a fresh Dynamo state, and say
+    what happened: the Python twin of ``lowerkit explain``."""
+    torch._dynamo.reset()
+    found = torch._dynamo.explain(fn)(*args, **kwargs)
+    breaks = []
+    for b in found.break_reasons:
+        frame = b.user_stack[-1] if b.user_stack else None
+        where = f" at {frame.filename}:{frame.lineno}" if frame is not None else ""
+        lines = [l.strip() for l in b.reason.splitlines() if l.strip()]
+        # Dynamo's first line names the kind of break, its "Explanation:" line the cause
+        breaks.append("; ".join(lines[:2]) + where)
+    torch._dynamo.reset()
+    first = len(graphs())
+    result = torch.compile(fn, backend=lambda gm, inputs: backend(gm, inputs, options))(
+        *args, **kwargs)
+    return Explanation(graphs()[first:], breaks, result)

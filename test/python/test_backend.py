@@ -47,8 +47,8 @@ def test_each_subgraph_of_a_program_with_a_graph_break_runs_in_lowerkit(capsys):
 
 
 def bessel_then_linear(x, w):
-    y = torch.special.bessel_j0(x)  # LINE bessel
-    print("graph break")
+    y = torch.special.bessel_j0(x)
+    print("graph break")  # LINE break
     return y @ w
 
 
@@ -161,3 +161,67 @@ def test_gradients_match_eager():
     for g, w in zip(got, want):
         assert compare(g, w).ok
     assert [r.ran for r in backend.graphs()] == ["lowerkit", "lowerkit"]
+
+
+def test_explain_shows_the_breaks_and_where_each_graph_ran(capsys, monkeypatch):
+    from lowerkit.cli import main as cli_main
+
+    x, w = torch.randn(3, 4), torch.randn(4, 2)
+    found = backend.explain(bessel_then_linear, x, w)
+    assert [r.ran for r in found.graphs] == ["eager", "lowerkit"]
+    line = next(i for i, t in enumerate(open(__file__).read().splitlines(), 1) if "# LINE break" in t)
+    assert len(found.breaks) == 1 and f"test_backend.py:{line}" in found.breaks[0], found.breaks
+    assert "print" in found.breaks[0]
+    assert compare(found.result, bessel_then_linear(x, w)).ok
+
+    monkeypatch.setenv("COLUMNS", "250")
+    assert cli_main(["explain", f"{__file__}:broken_model", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "2 graph(s), 1 graph break(s)" in out and "matches eager" in out
+    assert out.count("lowerkit") >= 2 and "break 1:" in out
+
+
+def broken_model():
+    torch.manual_seed(0)
+    return Broken(), (torch.randn(2, 8),)
+
+
+def test_dump_dir_gets_a_numbered_dump_per_graph(tmp_path):
+    torch.manual_seed(0)
+    model, x = Broken(), torch.randn(2, 8)
+    with torch.no_grad():
+        torch.compile(model, backend=backend.backend, options={"dump_dir": tmp_path})(x)
+    dumps = sorted(p.name for p in tmp_path.iterdir())
+    assert dumps == ["graph-000-inference", "graph-001-inference"]
+    for d in dumps:
+        assert (tmp_path / d / "index.html").exists()
+        assert any(f.name.endswith("linalg-on-tensors.mlir") for f in (tmp_path / d).iterdir())
+
+
+def test_verify_checks_each_call_against_the_graph_run_eagerly(monkeypatch):
+    from lowerkit import VerificationError
+    from lowerkit.runtime.artifact import Artifact
+
+    real_call = Artifact.__call__
+    compiled = torch.compile(scaled, backend=backend.backend, options={"verify": True})
+    assert compare(compiled(torch.ones(3, 6)), scaled(torch.ones(3, 6))).ok
+    torch._dynamo.reset()
+    monkeypatch.setattr(Artifact, "__call__", lambda self, *a, **k: tuple(
+        t * (1 + 1e-3) for t in real_call(self, *a, **k)))  # a planted wrong answer
+    compiled = torch.compile(scaled, backend=backend.backend, options={"verify": True})
+    with pytest.raises(Exception) as caught:
+        compiled(torch.ones(3, 6))
+    assert isinstance(caught.value, VerificationError) or isinstance(
+        caught.value.__cause__, VerificationError), caught.value
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe", "vulkan"])
+def test_graphs_run_on_vulkan(target):
+    torch.manual_seed(0)
+    model, x = Broken(), torch.randn(2, 8)
+    with torch.no_grad():
+        got = torch.compile(model, backend=backend.backend, options={"target": target})(x)
+        assert compare(got, model(x)).ok
+    assert [r.ran for r in backend.graphs()] == ["lowerkit", "lowerkit"]
+    assert all(r.artifact.target.name == target for r in backend.graphs())
