@@ -71,6 +71,8 @@ class ScalarSpec:
 
 
 Leaf = TensorSpec | Constant | ScalarSpec
+# Types a call's tensors may have on the fast path (torch.compile hands over the parameters)
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
 def _same_constant(a: Any, b: Any) -> bool:
@@ -106,13 +108,13 @@ class CallSignature:
         static = self._static_inputs
         if static is not None and not kwargs and len(args) == len(static):
             for value, (dtype, shape) in zip(args, static):  # the common call, checked cheaply
-                if type(value) is not torch.Tensor or value.dtype is not dtype \
+                if type(value) not in _PLAIN or value.dtype is not dtype \
                         or value.shape != shape or not value.is_cpu:
                     break  # the full check below says what is wrong
             else:
                 return list(args)
         if not kwargs and len(args) == self._positional_tensors and all(
-                type(a) is torch.Tensor for a in args):
+                type(a) in _PLAIN for a in args):
             leaves = list(args)  # the common call: tensors only, nothing to flatten
         else:
             leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs or {})))

@@ -508,7 +508,7 @@ def _torch_dtype(rt: Any, element_type: Any) -> torch.dtype:
 
 
 def invoke_resident(
-    executable: Executable, values: list["torch.Tensor | DeviceTensor"], n_results: int,
+    executable: Executable, values: list["torch.Tensor | DeviceTensor | int"], n_results: int,
     result_dtypes: list[torch.dtype] | None = None,
 ) -> list[DeviceTensor]:
     """Call with host or device tensors; the results stay on the device. ``result_dtypes``:
@@ -517,7 +517,9 @@ def invoke_resident(
     args = rt.VmVariantList(len(values))
     widen = executable.widen
     for v in values:
-        if isinstance(v, DeviceTensor):
+        if type(v) is int:  # a dynamic size (ScalarSpec)
+            args.push_int(v)
+        elif isinstance(v, DeviceTensor):
             stored, want = _torch_dtype(rt, v.view.element_type), widen.get(v.dtype, v.dtype)
             if v.driver != executable.driver or stored.itemsize != want.itemsize \
                     or stored.is_floating_point != want.is_floating_point:
