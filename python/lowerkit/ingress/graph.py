@@ -55,6 +55,9 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Imp
                               for i, v in enumerate(values)]
     signature = CallSignature(pytree.tree_flatten((tuple(example_inputs), {}))[1], in_leaves,
                               pytree.tree_flatten(tuple(values))[1], out_leaves)
+    # owned by a module holding gm's attributes: the importer reads constants (get_attr) and
+    # rewrites as_strided through the owner
+    graph = torch.fx.GraphModule(gm, graph).graph
     context = ir.Context()
     torch_dialect.register_dialect(context)
     importer = FxImporter(context=context)
