@@ -210,6 +210,26 @@ def render_call_floor(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- backend.py --json -----------------------------------------------------------------------------
+def render_backend(data: dict, path: str) -> str:
+    lines = ["| model | eager ms | torch.compile ms | lowerkit ms | backend ms | backend / lowerkit "
+             "| backend × eager | graphs in lowerkit / eager | backend compile s, cold / cached |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["models"]:
+        ms = r["median_ms"]
+        ran = [g["ran"] for g in r.get("graphs", [])]
+        lines.append(
+            f"| {r['model']} | " + " | ".join(_num(ms.get(k)) for k in
+                                            ("eager", "torch.compile", "lowerkit", "backend"))
+            + f" | {_num(r.get('backend_vs_lowerkit'))} | {_num(r.get('backend_vs_eager'))}×"
+            + f" | {ran.count('lowerkit')} / {ran.count('eager')}"
+            + f" | {_num(r['compile_cold_s'].get('backend'))} / {_num(r['compile_cached_s'].get('backend'))} |")
+    lines.append(f"| **geomean, {len(data['models'])} models** | | | | | "
+                 f"**{_num(geomean([r.get('backend_vs_lowerkit') for r in data['models']]))}** | "
+                 f"**{_num(geomean([r.get('backend_vs_eager') for r in data['models']]))}×** | | |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
 # -- tool_startup.py --json ------------------------------------------------------------------------
 def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> str:
     """``lowerkit-opt`` per call and the lit suite, in another tree (``before``) and this one."""
@@ -252,6 +272,10 @@ BLOCKS: dict[str, Block] = {
          " --variant default --variant phases --variant flags:--iree-opt-level=O0"
          " --json benchmarks/results/compile-time.json",),
         render_compile_time),
+    "backend": Block(
+        ("backend-cpu.json",),
+        (".venv/bin/python benchmarks/backend.py --torch-threads 2 --json benchmarks/results/backend-cpu.json",),
+        render_backend, torch_threads=2, whole_zoo=True),
     "tool-startup": Block(
         ("tool-startup-before.json", "tool-startup.json"),
         (".venv/bin/python benchmarks/tool_startup.py --tree CHECKOUT_BEFORE --lit"

@@ -12,7 +12,7 @@ import torch
 from . import registry
 from .cache import CompileCache, resolve_cache
 from .errors import LowerkitError
-from .ingress.importer import import_program
+from .ingress.importer import ImportedProgram, import_program
 from .ir import Build, op_histogram
 from .iree import bridge, compiler
 from .runtime.artifact import Artifact
@@ -73,6 +73,31 @@ def compile(
                       iree_flags=iree_flags, cache=cache, device=device,
                       iree_phases=iree_phases)
         return verified(art, fn, verify)
+    title = getattr(type(fn), "__name__", None) if isinstance(fn, torch.nn.Module) else None
+    return compile_imported(
+        lambda: import_program(fn, args, kwargs, dynamic_shapes), target=target,
+        pipeline=pipeline, title=title or getattr(fn, "__name__", "program"), dump_dir=dump_dir,
+        instruments=instruments, iree_flags=iree_flags, cache=cache, device=device,
+        iree_phases=iree_phases)
+
+
+def compile_imported(
+    load: Callable[[], ImportedProgram],
+    *,
+    target: "str | Target" = "cpu",
+    pipeline: "str | Pipeline | None" = None,
+    title: str = "program",
+    dump_dir: "str | Path | DumpInstrument | None" = None,
+    instruments: Sequence[Instrument] = (),
+    iree_flags: Sequence[str] = (),
+    cache: "CompileCache | str | Path | bool | None" = None,
+    device: str | None = None,
+    iree_phases: bool = False,
+) -> Artifact:
+    """Everything after the front end, for any front end (``torch.export`` in `compile`, a
+    graph of ``torch.compile`` in `lowerkit.backend`): ``load()`` imports the program, then the
+    pipeline, the target's fixes and iree-compile run, through the compile cache, or with a
+    dump (and its index, also when a stage fails) in ``dump_dir``."""
     target = Target.parse(target)
     target.driver_for(device)  # a device the target cannot run on fails before compiling
     pipe = resolve_pipeline(pipeline)
@@ -82,14 +107,11 @@ def compile(
     if dump is None:
         # a cached entry may lack the phases: asking for them compiles
         store = resolve_cache(cache) if not instruments and not iree_phases else None
-        return _compile(fn, args, kwargs, target, pipe, dynamic_shapes, None, instruments, iree_flags,
-                        store, device, iree_phases)
+        return _compile(load, target, pipe, None, instruments, iree_flags, store, device,
+                        iree_phases)
     instruments.append(dump)
-    title = getattr(type(fn), "__name__", None) if isinstance(fn, torch.nn.Module) else None
-    title = title or getattr(fn, "__name__", "program")
     try:
-        art = _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags,
-                       None, device)
+        art = _compile(load, target, pipe, dump, instruments, iree_flags, None, device)
     except LowerkitError as e:
         dump_index.write_report(dump.directory, dump.entries, title=title, target=target.name, error=str(e))
         dump.clean_staging()
@@ -98,9 +120,9 @@ def compile(
     return art
 
 
-def _compile(fn, args, kwargs, target, pipe, dynamic_shapes, dump, instruments, iree_flags,
-             store=None, device=None, iree_phases=False):
-    imported = import_program(fn, args, kwargs, dynamic_shapes)
+def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, device=None,
+             iree_phases=False):
+    imported = load()
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
     if store is not None:

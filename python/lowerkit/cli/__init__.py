@@ -18,6 +18,7 @@ COMMANDS = {
     "run": "Compile a model from FILE.py:FACTORY, run it, and check it against eager PyTorch.",
     "lower": "Print a model's IR after a pipeline (or after one stage of it).",
     "dump": "Write every stage, IREE phase and executable of a model, with an HTML report.",
+    "explain": "Show torch.compile(backend='lowerkit') on a model: graph breaks, where each graph runs.",
     "check": "List every op of a model that the pipeline cannot lower, with its source line.",
     "zoo": "Run the model zoo through lowerkit: stage reached and max error against eager.",
     "bench": "Benchmark MODEL|zoo: eager, torch.compile and lowerkit, interleaved in one process.",

@@ -1,6 +1,7 @@
-"""Ingress: a PyTorch module or function to the MLIR ``torch`` dialect.
+"""Ingress: a PyTorch module or function to the MLIR ``torch`` dialect, through ``torch.export``.
 
-This is the only place that calls ``torch.export`` and torch-mlir's FX importer. The program
+This is the only place that calls ``torch.export`` (graphs of ``torch.compile`` come in through
+`lowerkit.ingress.graph`). The program
 is exported over the *tensor leaves* of its arguments only; Python scalars are bound as
 constants, because torch.export would bake them in anyway and torch-mlir would otherwise
 leave them as ``f64`` function arguments that IREE demotes, so that calls fail.
@@ -29,7 +30,7 @@ class ImportedProgram:
 
     module: Any  # torch_mlir.ir.Module
     signature: CallSignature
-    exported: torch.export.ExportedProgram
+    exported: "torch.export.ExportedProgram | torch.fx.GraphModule"
     seconds: float
     # Initial values of the buffers the program mutates, by name (see CallSignature.state).
     state: dict[str, torch.Tensor] = field(default_factory=dict)
@@ -37,9 +38,9 @@ class ImportedProgram:
     as_exported: torch.export.ExportedProgram | None = None
 
     def fx_code(self) -> str:
-        """The exported FX graph (before decompositions) as readable Python, for dumps."""
+        """The FX graph (before decompositions) as readable Python, for dumps."""
         program = self.as_exported or self.exported
-        return program.graph_module.print_readable(print_output=False)
+        return getattr(program, "graph_module", program).print_readable(print_output=False)
 
 
 class _TensorLeavesProgram(torch.nn.Module):
@@ -110,18 +111,22 @@ class _StatefulProgram(torch.nn.Module):
         return tuple(outputs) + tuple(fresh)
 
 
-def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+def decomposition_table() -> dict:
     """torch-mlir's decompositions (what its FX path would run) and lowerkit's own
-    (`decompositions`), done here once."""
+    (`decompositions`): every front end decomposes with these."""
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
+    return {**get_decomposition_table(), **decompositions.table()}
+
+
+def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """`decomposition_table`, applied here once."""
     try:
         with warnings.catch_warnings():
             # torch 2.13's own deepcopy of its tree specs warns on every compile; not the user's
             warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`",
                                     category=FutureWarning)
-            return exported.run_decompositions(
-                {**get_decomposition_table(), **decompositions.table()})
+            return exported.run_decompositions(decomposition_table())
     except Exception as e:
         raise IngressError(f"stage 'torch-decompose' failed: {type(e).__name__}: {e}") from e
 

@@ -59,7 +59,20 @@ class Constant:
         return f"constant {self.value!r}"
 
 
-Leaf = TensorSpec | Constant
+@dataclass(frozen=True)
+class ScalarSpec:
+    """An integer given at every call (a dynamic size of ``torch.compile``, a SymInt), named
+    like the dynamic tensor dimensions it must agree with."""
+
+    name: str
+
+    def describe(self) -> str:
+        return f"int {self.name}"
+
+
+Leaf = TensorSpec | Constant | ScalarSpec
+# Types a call's tensors may have on the fast path (torch.compile hands over the parameters)
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
 def _same_constant(a: Any, b: Any) -> bool:
@@ -89,18 +102,19 @@ class CallSignature:
         parts = [str(a) for a in args] + [f"{k}={v}" for k, v in kwargs.items()]
         return "(" + ", ".join(parts) + ")"
 
-    def flatten_inputs(self, args: tuple, kwargs: dict) -> list[torch.Tensor]:
-        """Check a call against the signature; return the tensors the executable takes."""
+    def flatten_inputs(self, args: tuple, kwargs: dict) -> list[torch.Tensor | int]:
+        """Check a call against the signature; return what the executable takes: tensors, and
+        ints for `ScalarSpec` inputs."""
         static = self._static_inputs
         if static is not None and not kwargs and len(args) == len(static):
             for value, (dtype, shape) in zip(args, static):  # the common call, checked cheaply
-                if type(value) is not torch.Tensor or value.dtype is not dtype \
+                if type(value) not in _PLAIN or value.dtype is not dtype \
                         or value.shape != shape or not value.is_cpu:
                     break  # the full check below says what is wrong
             else:
                 return list(args)
         if not kwargs and len(args) == self._positional_tensors and all(
-                type(a) is torch.Tensor for a in args):
+                type(a) in _PLAIN for a in args):
             leaves = list(args)  # the common call: tensors only, nothing to flatten
         else:
             leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs or {})))
@@ -120,6 +134,15 @@ class CallSignature:
                         f"into it; got {value!r}. Recompile to use another value. "
                         f"Signature: {self.describe_inputs()}"
                     )
+                continue
+            if isinstance(leaf, ScalarSpec):
+                if type(value) is not int or bound.setdefault(leaf.name, value) != value:
+                    raise InputError(
+                        f"{where} must be an int {leaf.name}"
+                        + (f" equal to {bound[leaf.name]} (the size it names)"
+                           if type(value) is int else f", got {type(value).__name__}")
+                        + f". Signature: {self.describe_inputs()}")
+                tensors.append(value)
                 continue
             if not isinstance(value, torch.Tensor):
                 raise InputError(
@@ -208,6 +231,8 @@ class CallSignature:
     # -- saving ----------------------------------------------------------------------------
     def to_json(self) -> dict:
         def leaf(l: Leaf) -> dict:
+            if isinstance(l, ScalarSpec):
+                return {"scalar": l.name}
             return {"tensor": l.to_json()} if isinstance(l, TensorSpec) else {"constant": l.value}
 
         return {
@@ -222,6 +247,8 @@ class CallSignature:
     @staticmethod
     def from_json(d: dict) -> "CallSignature":
         def leaf(x: dict) -> Leaf:
+            if "scalar" in x:
+                return ScalarSpec(x["scalar"])
             return TensorSpec.from_json(x["tensor"]) if "tensor" in x else Constant(x["constant"])
 
         return CallSignature(

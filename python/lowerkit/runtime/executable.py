@@ -111,7 +111,8 @@ class Executable:
                     self._loaded = self._load()
         return self._loaded
 
-    def invoke(self, tensors: list[torch.Tensor], n_results: int) -> list[torch.Tensor]:
+    def invoke(self, tensors: list["torch.Tensor | int"], n_results: int) -> list[torch.Tensor]:
+        """Call the program with tensors (and ints, for its scalar arguments)."""
         path = self._host_path
         rt, device, context, fn = self.loaded if path is None else path.pick()
         hal = _hal(rt)
@@ -121,6 +122,9 @@ class Executable:
         push = args.push_ref
         widen = self.widen
         for t in tensors:  # ~2 µs an input: a small program's call is a few of these
+            if type(t) is int:  # a dynamic size (ScalarSpec)
+                args.push_int(t)
+                continue
             if t.requires_grad:
                 t = t.detach()
             if widen and t.dtype in widen:
@@ -504,7 +508,7 @@ def _torch_dtype(rt: Any, element_type: Any) -> torch.dtype:
 
 
 def invoke_resident(
-    executable: Executable, values: list["torch.Tensor | DeviceTensor"], n_results: int,
+    executable: Executable, values: list["torch.Tensor | DeviceTensor | int"], n_results: int,
     result_dtypes: list[torch.dtype] | None = None,
 ) -> list[DeviceTensor]:
     """Call with host or device tensors; the results stay on the device. ``result_dtypes``:
@@ -513,7 +517,9 @@ def invoke_resident(
     args = rt.VmVariantList(len(values))
     widen = executable.widen
     for v in values:
-        if isinstance(v, DeviceTensor):
+        if type(v) is int:  # a dynamic size (ScalarSpec)
+            args.push_int(v)
+        elif isinstance(v, DeviceTensor):
             stored, want = _torch_dtype(rt, v.view.element_type), widen.get(v.dtype, v.dtype)
             if v.driver != executable.driver or stored.itemsize != want.itemsize \
                     or stored.is_floating_point != want.is_floating_point:

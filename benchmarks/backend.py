@@ -1,0 +1,121 @@
+"""torch.compile(backend="lowerkit") on the zoo: per-call time against eager, Inductor and the
+same program's `Artifact` called directly, with compile times and where each graph ran.
+
+    .venv/bin/python benchmarks/backend.py --json benchmarks/results/backend-cpu.json
+    .venv/bin/python benchmarks/backend.py resnet18,mlp          # some models, no file
+
+Contenders are interleaved round by round (`lowerkit.tools.bench.measure`): ``eager``,
+``torch.compile`` (Inductor), ``lowerkit`` (``lowerkit.compile``'s Artifact) and ``backend``
+(``torch.compile(model, backend="lowerkit")``). The backend's compile is its first call, cold
+(a fresh compile cache) and again after ``torch._dynamo.reset()`` (the cache warm). The
+steady-state cost of going through Dynamo is ``backend / lowerkit``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import torch
+from rich.console import Console
+from rich.table import Table
+
+from lowerkit import backend as lowerkit_backend
+from lowerkit.tools.bench import (BenchResult, geomean, measure, prepare, run_metadata, warm_up,
+                                  zoo_models)
+from lowerkit.zoo import ZOO
+
+
+def _prepare_backend(model, args, kwargs, result: BenchResult, cache: str) -> dict:
+    """The backend's callable (cold and cached first calls timed) and what it did per graph."""
+    for label in ("cold", "cached"):
+        torch._dynamo.reset()
+        lowerkit_backend.reset()
+        compiled = torch.compile(model, backend="lowerkit", options={"cache": cache})
+        start = time.perf_counter()
+        with torch.inference_mode():
+            compiled(*args, **kwargs)
+        getattr(result, f"compile_{label}")["backend"] = time.perf_counter() - start
+    graphs = lowerkit_backend.graphs()
+    with torch.inference_mode():
+        for _ in range(2):
+            compiled(*args, **kwargs)
+
+    def call():
+        with torch.inference_mode():
+            return compiled(*args, **kwargs)
+    return {"call": call, "graphs": [{"kind": g.kind, "ops": g.ops, "ran": g.ran,
+                                      "reason": g.reason.splitlines()[0][:300] if g.reason else None}
+                                     for g in graphs]}
+
+
+def bench(name: str, rounds: int) -> dict:
+    model, args, kwargs = ZOO[name].make()
+    result = BenchResult(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        calls = prepare(model, args, kwargs, "cpu", result)
+        try:
+            done = _prepare_backend(model, args, kwargs, result,
+                                    tempfile.mkdtemp(prefix="lowerkit-bench-backend-"))
+            calls["backend"] = done["call"]
+            graphs = done["graphs"]
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            result.errors["backend"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"[:300]
+            graphs = []
+        measure(calls, result, rounds=rounds)
+    row = result.to_json()
+    row["graphs"] = graphs
+    row["backend_vs_lowerkit"] = result.median("backend") / result.median("lowerkit")
+    row["backend_vs_eager"] = result.speedup("backend", "eager")
+    row["backend_vs_torch_compile"] = result.speedup("backend", "torch.compile")
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("models", nargs="?", help="comma-separated zoo models (default: the zoo)")
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--torch-threads", type=int, default=None)
+    p.add_argument("--json", type=Path, help="store the run here")
+    a = p.parse_args(argv)
+    if a.torch_threads:
+        torch.set_num_threads(a.torch_threads)
+    names = a.models.split(",") if a.models else zoo_models()
+    warm_up("cpu")
+    rows = []
+    for name in names:
+        rows.append(bench(name, a.rounds))
+        r = rows[-1]["median_ms"]
+        print(f"{name}: backend {r.get('backend', float('nan')):.3f} ms, "
+              f"lowerkit {r.get('lowerkit', float('nan')):.3f} ms, eager {r['eager']:.3f} ms",
+              flush=True)
+    table = Table(title="torch.compile(backend='lowerkit'), ms a call (median)")
+    for col in ("model", "eager", "torch.compile", "lowerkit", "backend", "backend / lowerkit",
+                "× eager", "graphs lowerkit/eager", "compile s cold/cached"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    for r in rows:
+        ms = r["median_ms"]
+        ran = [g["ran"] for g in r["graphs"]]
+        table.add_row(r["model"], *(f"{ms.get(k, float('nan')):.3f}" for k in
+                                    ("eager", "torch.compile", "lowerkit", "backend")),
+                      f"{r['backend_vs_lowerkit']:.2f}", f"{r['backend_vs_eager']:.2f}×",
+                      f"{ran.count('lowerkit')}/{ran.count('eager')}",
+                      f"{r['compile_cold_s'].get('backend', float('nan')):.2f} / "
+                      f"{r['compile_cached_s'].get('backend', float('nan')):.2f}")
+    Console(width=200).print(table)
+    print(f"geomean backend / lowerkit {geomean([r['backend_vs_lowerkit'] for r in rows]):.3f}, "
+          f"backend × eager {geomean([r['backend_vs_eager'] for r in rows]):.3f}")
+    if a.json:
+        a.json.write_text(json.dumps({"meta": run_metadata(), "models": rows}, indent=1) + "\n")
+        print(f"wrote {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

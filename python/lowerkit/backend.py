@@ -1,0 +1,167 @@
+"""``torch.compile(model, backend="lowerkit")``: every graph Dynamo captures goes through
+lowerkit's stages to an IREE executable; a graph lowerkit cannot take runs eagerly, and why is
+recorded.
+
+Dynamo hands over one graph per region between graph breaks; ``aot_autograd`` makes it
+functional ATen with lowerkit's decompositions (forward and, when gradients are needed,
+backward), `lowerkit.ingress.graph` imports it, and `lowerkit.api.compile_imported` runs the
+same pipeline, target fixes, compile cache and call-signature checks as `lowerkit.compile`.
+
+Options (``torch.compile(..., options={...})``): ``target``, ``pipeline``, ``cache``,
+``dump_dir`` (each graph in its own numbered folder), ``verify`` (each call checked against
+the graph run eagerly) and ``strict`` (raise instead of running a graph eagerly).
+The backend is found by name through the ``torch_dynamo_backends`` entry point, so
+``backend="lowerkit"`` works without importing lowerkit first.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from . import api
+from .errors import LowerkitError
+from .ingress.graph import import_graph
+from .ingress.importer import decomposition_table
+from .runtime.verify import verified
+
+OPTIONS = ("target", "pipeline", "cache", "dump_dir", "verify", "strict")
+
+
+@dataclass
+class GraphRecord:
+    """One graph the backend was given: where it runs and, when eagerly, why."""
+
+    index: int
+    kind: str                  # "forward", "backward" or "inference"
+    ops: int                   # ATen calls in the graph
+    ran: str                   # "lowerkit" or "eager"
+    seconds: float             # import, lowering and compile
+    reason: str | None = None  # why it runs eagerly: the stage, the op, the user's line
+    artifact: Any = None
+
+
+@dataclass
+class BackendLog:
+    """Every graph the backend compiled in this process, in order (see `graphs`)."""
+
+    records: list[GraphRecord] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    counter: Any = field(default_factory=itertools.count)
+
+    def add(self, record: GraphRecord) -> None:
+        with self.lock:
+            self.records.append(record)
+
+
+LOG = BackendLog()
+
+
+def graphs() -> list[GraphRecord]:
+    """What the backend did with each graph so far (a copy)."""
+    with LOG.lock:
+        return list(LOG.records)
+
+
+def reset() -> None:
+    """Forget the records (``torch._dynamo.reset()`` forgets the compiled graphs)."""
+    with LOG.lock:
+        LOG.records.clear()
+        LOG.counter = itertools.count()
+
+
+def _options(options: dict | None) -> dict:
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise LowerkitError(f"torch.compile(backend='lowerkit'): unknown option(s) {unknown}; "
+                            f"the options are {list(OPTIONS)}")
+    return options
+
+
+def _compile_graph(options: dict, kind: str, gm: torch.fx.GraphModule,
+                   example_inputs: Sequence[Any]) -> Callable:
+    """lowerkit's executable for one graph, or the graph itself (eager) when lowerkit cannot
+    take it and ``strict`` is off."""
+    index = next(LOG.counter)
+    ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+    start = time.perf_counter()
+    dump_dir = options.get("dump_dir")
+    try:
+        art = api.compile_imported(
+            lambda: import_graph(gm, example_inputs), target=options.get("target", "cpu"),
+            pipeline=options.get("pipeline"), title=f"graph {index} ({kind})",
+            dump_dir=Path(dump_dir) / f"graph-{index:03d}-{kind}" if dump_dir else None,
+            cache=options.get("cache"))
+    except LowerkitError as e:
+        if options.get("strict"):
+            raise
+        LOG.add(GraphRecord(index, kind, ops, "eager", time.perf_counter() - start, str(e)))
+        return gm.forward
+    LOG.add(GraphRecord(index, kind, ops, "lowerkit", time.perf_counter() - start, None, art))
+    if options.get("verify"):
+        return verified(art, gm.forward, options["verify"])
+    return art
+
+
+def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict | None = None,
+            mode: str | None = None) -> Callable:
+    """The ``torch.compile`` backend: Dynamo's graph through ``aot_autograd`` into lowerkit."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    opts = _options(options)
+
+    def compiler(kind: str) -> Callable:
+        # aot_autograd calls compiled graphs with one list of arguments ("boxed")
+        return lambda g, inputs: make_boxed_func(_compile_graph(opts, kind, g, inputs))
+
+    return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                        inference_compiler=compiler("inference"),
+                        decompositions=decomposition_table())(gm, example_inputs)
+
+
+@dataclass
+class Explanation:
+    """What ``torch.compile(fn, backend="lowerkit")`` does with one call: Dynamo's graph breaks
+    (why, and where in the user's code) and, per graph, where it runs and why."""
+
+    graphs: list[GraphRecord]
+    breaks: list[str]
+    result: Any = None
+
+    def table(self, title: str = "torch.compile(backend='lowerkit')"):
+        from rich.table import Table
+
+        table = Table(title=title)
+        for col in ("#", "graph", "ATen ops", "runs in", "compile s", "why eager"):
+            table.add_column(col, overflow="fold")
+        for r in self.graphs:
+            table.add_row(str(r.index), r.kind, str(r.ops), r.ran, f"{r.seconds:.2f}",
+                          r.reason or "")
+        return table
+
+
+def explain(fn: Callable, *args: Any, options: dict | None = None, **kwargs: Any) -> Explanation:
+    """Run ``fn(*args, **kwargs)`` once through the backend, from a fresh Dynamo state, and say
+    what happened: the Python twin of ``lowerkit explain``."""
+    torch._dynamo.reset()
+    found = torch._dynamo.explain(fn)(*args, **kwargs)
+    breaks = []
+    for b in found.break_reasons:
+        frame = b.user_stack[-1] if b.user_stack else None
+        where = f" at {frame.filename}:{frame.lineno}" if frame is not None else ""
+        lines = [l.strip() for l in b.reason.splitlines() if l.strip()]
+        # Dynamo's first line names the kind of break, its "Explanation:" line the cause
+        breaks.append("; ".join(lines[:2]) + where)
+    torch._dynamo.reset()
+    first = len(graphs())
+    result = torch.compile(fn, backend=lambda gm, inputs: backend(gm, inputs, options))(
+        *args, **kwargs)
+    return Explanation(graphs()[first:], breaks, result)

@@ -1,0 +1,68 @@
+"""Ingress for ``torch.compile``: one graph Dynamo captured, after ``aot_autograd``, into the
+MLIR ``torch`` dialect.
+
+Such a graph is already functional ATen (decomposed with `importer.decomposition_table`) and its
+placeholders are its flat inputs, parameters included, so torch-mlir's FX importer takes it as
+a stateless graph. The call signature is the flat tuple of inputs and outputs: a dynamic size
+(a SymInt input) is a `ScalarSpec` named like the tensor dimensions it sizes, passed at every
+call. What lowerkit cannot take yet (a SymInt or scalar output, a float input) is refused
+with an `IngressError` saying what it is, so that the backend runs that graph eagerly and
+records why.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from ..errors import IngressError
+from .importer import ImportedProgram
+from .signature import CallSignature, Constant, Leaf, ScalarSpec, TensorSpec
+
+
+def _leaf(value: Any, what: str, scalars: bool) -> Leaf:
+    """A tensor's spec (a symbolic dimension by its name), or a SymInt input's."""
+    if scalars and isinstance(value, torch.SymInt):
+        return ScalarSpec(str(value))
+    if not isinstance(value, torch.Tensor):
+        kind = "SymInt and scalar outputs are" if not scalars else "float and bool inputs are"
+        raise IngressError(f"stage 'torch-import' failed: {what} is a {type(value).__name__} "
+                           f"({kind} not supported yet)")
+    return TensorSpec(tuple(d if isinstance(d, int) else str(d) for d in value.shape),
+                      value.dtype)
+
+
+def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> ImportedProgram:
+    """``gm`` (a functional ATen graph of ``aot_autograd``) in torch-mlir's torch dialect."""
+    from torch_mlir import ir
+    from torch_mlir.dialects import torch as torch_dialect
+    from torch_mlir.extras.fx_importer import FxImporter
+
+    start = time.perf_counter()
+    in_leaves = [_leaf(v, f"input {i}", True) for i, v in enumerate(example_inputs)]
+    graph = torch.fx.Graph()
+    outputs = graph.graph_copy(gm.graph, {})
+    if not isinstance(outputs, (tuple, list)):
+        outputs = (outputs,)
+    # A None output (the gradient of an input that needs none) is a constant of the signature;
+    # the compiled function returns the tensors only.
+    graph.output(tuple(n for n in outputs if n is not None))
+    values = [n.meta.get("val") if isinstance(n, torch.fx.Node) else n for n in outputs]
+    out_leaves: list[Leaf] = [Constant(None) if v is None else _leaf(v, f"output {i}", False)
+                              for i, v in enumerate(values)]
+    signature = CallSignature(pytree.tree_flatten((tuple(example_inputs), {}))[1], in_leaves,
+                              pytree.tree_flatten(tuple(values))[1], out_leaves)
+    # owned by a module holding gm's attributes: the importer reads constants (get_attr) and
+    # rewrites as_strided through the owner
+    graph = torch.fx.GraphModule(gm, graph).graph
+    context = ir.Context()
+    torch_dialect.register_dialect(context)
+    importer = FxImporter(context=context)
+    try:
+        importer.import_stateless_graph(graph, func_name="main")
+    except Exception as e:
+        raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e
+    return ImportedProgram(importer.module, signature, gm, time.perf_counter() - start)

@@ -1,0 +1,242 @@
+"""``torch.compile(model, backend="lowerkit")``: every graph Dynamo captures is compiled by
+lowerkit, a graph it cannot take runs eagerly with the reason recorded, dynamic sizes are
+passed at each call, and training runs forward and backward graphs through lowerkit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from lowerkit import UnsupportedError, backend
+from lowerkit.runtime.numerics import compare
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    backend.reset()
+    yield
+    torch._dynamo.reset()
+
+
+class Broken(torch.nn.Module):
+    """Two regions split by a graph break (a print)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 16), torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        y = torch.relu(self.a(x))
+        print("graph break")
+        return self.b(y).softmax(-1)
+
+
+def test_each_subgraph_of_a_program_with_a_graph_break_runs_in_lowerkit(capsys):
+    torch.manual_seed(0)
+    model, x = Broken(), torch.randn(2, 8)
+    with torch.no_grad():
+        got = torch.compile(model, backend=backend.backend)(x)
+        assert compare(got, model(x)).ok
+    records = backend.graphs()
+    assert [(r.kind, r.ran) for r in records] == [("inference", "lowerkit")] * 2
+    assert all(r.ops > 0 and r.artifact is not None for r in records)
+
+
+def bessel_then_linear(x, w):
+    y = torch.special.bessel_j0(x)
+    print("graph break")  # LINE break
+    return y @ w
+
+
+def test_a_graph_lowerkit_refuses_runs_eagerly_and_says_why():
+    x, w = torch.randn(3, 4), torch.randn(4, 2)
+    got = torch.compile(bessel_then_linear, backend=backend.backend)(x, w)
+    assert compare(got, bessel_then_linear(x, w)).ok
+    first, second = backend.graphs()
+    assert first.ran == "eager" and second.ran == "lowerkit"
+    assert "bessel_j0" in first.reason and "test_backend.py" in first.reason, first.reason
+
+
+def test_strict_raises_instead_of_running_eagerly():
+    x, w = torch.randn(3, 4), torch.randn(4, 2)
+    compiled = torch.compile(bessel_then_linear, backend=backend.backend,
+                             options={"strict": True})
+    with pytest.raises(Exception) as caught:
+        compiled(x, w)
+    chain, e = [], caught.value
+    while e is not None:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    assert any(isinstance(c, UnsupportedError) for c in chain), chain
+
+
+def scaled(x):
+    return (x * 2 + 1).sum(0) / x.shape[0]
+
+
+def test_three_batch_sizes_make_two_compiles_and_the_dynamic_one_is_reused():
+    compiled = torch.compile(scaled, backend=backend.backend)
+    for n in (2, 3, 5, 7):
+        x = torch.randn(n, 6)
+        assert compare(compiled(x), scaled(x)).ok, n
+    records = backend.graphs()
+    assert [r.ran for r in records] == ["lowerkit", "lowerkit"], [r.reason for r in records]
+    dynamic = records[1].artifact.signature
+    assert any(type(leaf).__name__ == "ScalarSpec" for leaf in dynamic.in_leaves)
+
+
+def _train(model, step, xs, ys):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for x, y in zip(xs, ys):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(step(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    return torch.stack(losses)
+
+
+def _cnn():
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 3))
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)),
+     (4, 8)),
+    (_cnn, (4, 3, 8, 8)),
+], ids=["mlp", "cnn-batchnorm-train"])
+def test_twenty_sgd_steps_match_eager(make, shape):
+    """Losses, parameters and (BatchNorm in train mode) running statistics after 20 steps."""
+    torch.manual_seed(0)
+    xs, ys = torch.randn(20, *shape), torch.randint(0, 3, (20, shape[0]))
+    torch.manual_seed(1)
+    eager = make()
+    torch.manual_seed(1)
+    compiled = make()
+    want = _train(eager, eager, xs, ys)
+    got = _train(compiled, torch.compile(compiled, backend=backend.backend), xs, ys)
+    assert compare(got, want).ok
+    for (name, p), q in zip([*eager.named_parameters(), *eager.named_buffers()],
+                            [*compiled.parameters(), *compiled.buffers()]):
+        assert compare(q.detach(), p.detach()).ok, name
+    assert {(r.kind, r.ran) for r in backend.graphs()} == {("forward", "lowerkit"),
+                                                         ("backward", "lowerkit")}
+
+
+def test_unknown_option_is_refused():
+    with pytest.raises(Exception, match="unknown option"):
+        torch.compile(scaled, backend=backend.backend, options={"taget": "cpu"})(torch.ones(2))
+
+
+def test_found_by_name_without_importing_lowerkit():
+    """The torch_dynamo_backends entry point: backend="lowerkit" in a fresh interpreter."""
+    code = ("import sys, torch\n"
+            "assert 'lowerkit' not in sys.modules\n"
+            "f = torch.compile(lambda x: x * 2 + 1, backend='lowerkit')\n"
+            "y = f(torch.ones(3))\n"
+            "assert y.tolist() == [3.0, 3.0, 3.0], y\n"
+            "from lowerkit import backend\n"
+            "assert [r.ran for r in backend.graphs()] == ['lowerkit'], backend.graphs()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_gradients_match_eager():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    x = torch.randn(5, 8, requires_grad=True)
+    model(x).square().mean().backward()
+    want = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+    model.zero_grad()
+    x.grad = None
+    torch.compile(model, backend=backend.backend)(x).square().mean().backward()
+    got = [p.grad for p in model.parameters()] + [x.grad]
+    for g, w in zip(got, want):
+        assert compare(g, w).ok
+    assert [r.ran for r in backend.graphs()] == ["lowerkit", "lowerkit"]
+
+
+def test_explain_shows_the_breaks_and_where_each_graph_ran(capsys, monkeypatch):
+    from lowerkit.cli import main as cli_main
+
+    x, w = torch.randn(3, 4), torch.randn(4, 2)
+    found = backend.explain(bessel_then_linear, x, w)
+    assert [r.ran for r in found.graphs] == ["eager", "lowerkit"]
+    line = next(i for i, t in enumerate(open(__file__).read().splitlines(), 1) if "# LINE break" in t)
+    assert len(found.breaks) == 1 and f"test_backend.py:{line}" in found.breaks[0], found.breaks
+    assert "print" in found.breaks[0]
+    assert compare(found.result, bessel_then_linear(x, w)).ok
+
+    monkeypatch.setenv("COLUMNS", "250")
+    assert cli_main(["explain", f"{__file__}:broken_model", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "2 graph(s), 1 graph break(s)" in out and "matches eager" in out
+    assert out.count("lowerkit") >= 2 and "break 1:" in out
+
+
+def broken_model():
+    torch.manual_seed(0)
+    return Broken(), (torch.randn(2, 8),)
+
+
+def test_dump_dir_gets_a_numbered_dump_per_graph(tmp_path):
+    torch.manual_seed(0)
+    model, x = Broken(), torch.randn(2, 8)
+    with torch.no_grad():
+        torch.compile(model, backend=backend.backend, options={"dump_dir": tmp_path})(x)
+    dumps = sorted(p.name for p in tmp_path.iterdir())
+    assert dumps == ["graph-000-inference", "graph-001-inference"]
+    for d in dumps:
+        assert (tmp_path / d / "index.html").exists()
+        assert any(f.name.endswith("linalg-on-tensors.mlir") for f in (tmp_path / d).iterdir())
+
+
+def test_verify_checks_each_call_against_the_graph_run_eagerly(monkeypatch):
+    from lowerkit import VerificationError
+    from lowerkit.runtime.artifact import Artifact
+
+    real_call = Artifact.__call__
+    compiled = torch.compile(scaled, backend=backend.backend, options={"verify": True})
+    assert compare(compiled(torch.ones(3, 6)), scaled(torch.ones(3, 6))).ok
+    torch._dynamo.reset()
+    monkeypatch.setattr(Artifact, "__call__", lambda self, *a, **k: tuple(
+        t * (1 + 1e-3) for t in real_call(self, *a, **k)))  # a planted wrong answer
+    compiled = torch.compile(scaled, backend=backend.backend, options={"verify": True})
+    with pytest.raises(Exception) as caught:
+        compiled(torch.ones(3, 6))
+    assert isinstance(caught.value, VerificationError) or isinstance(
+        caught.value.__cause__, VerificationError), caught.value
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe", "vulkan"])
+def test_graphs_run_on_vulkan(target):
+    torch.manual_seed(0)
+    model, x = Broken(), torch.randn(2, 8)
+    with torch.no_grad():
+        got = torch.compile(model, backend=backend.backend, options={"target": target})(x)
+        assert compare(got, model(x)).ok
+    assert [r.ran for r in backend.graphs()] == ["lowerkit", "lowerkit"]
+    assert all(r.artifact.target.name == target for r in backend.graphs())
+
+
+@pytest.mark.parametrize("name", ["views_inplace", "normalisations", "bert_tiny"])
+def test_zoo_models_through_the_backend_match_eager(name):
+    """Graphs with constants (get_attr) and as_strided views are imported through a module that
+    owns them; every graph runs in lowerkit and matches eager."""
+    from lowerkit.zoo import ZOO
+
+    entry = ZOO[name]
+    model, args, kwargs = entry.make()
+    with torch.inference_mode():
+        want = model(*args, **kwargs)
+        got = torch.compile(model, backend=backend.backend)(*args, **kwargs)
+    assert compare(got, want, tol=entry.tol).ok
+    assert [r.ran for r in backend.graphs()] == ["lowerkit"], [r.reason for r in backend.graphs()]
