@@ -31,8 +31,7 @@ def _leaf(value: Any, what: str, scalars: bool) -> Leaf:
         kind = "SymInt and scalar outputs are" if not scalars else "float and bool inputs are"
         raise IngressError(f"stage 'torch-import' failed: {what} is a {type(value).__name__} "
                            f"({kind} not supported yet)")
-    return TensorSpec(tuple(d if isinstance(d, int) else str(d) for d in value.shape),
-                      value.dtype)
+    return TensorSpec.of(value)
 
 
 def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> ImportedProgram:

@@ -234,7 +234,7 @@ def _input_leaves(leaves: list) -> list[Leaf]:
     out: list[Leaf] = []
     for v in leaves:
         if isinstance(v, torch.Tensor):
-            out.append(TensorSpec(tuple(v.shape), v.dtype))
+            out.append(TensorSpec.of(v))
         elif isinstance(v, (int, float, bool, str, type(None))):
             out.append(Constant(v))
         else:
@@ -308,11 +308,9 @@ def _call_signature(exported: Any, in_spec: Any, in_leaves: list[Leaf], captured
     for l in captured["out_leaves"]:
         if l is None:
             v = next(out_vals)
-            out_leaves.append(
-                TensorSpec(tuple(d if isinstance(d, int) else str(d) for d in v.shape), v.dtype)
-            )
+            out_leaves.append(TensorSpec.of(v))
         else:
             out_leaves.append(l)
     return CallSignature(in_spec, in_leaves, captured["out_spec"], out_leaves,
-                         state=[TensorSpec(tuple(v.shape), v.dtype) for v in state.values()],
+                         state=[TensorSpec.of(v) for v in state.values()],
                          mutated_inputs=mutated_inputs)

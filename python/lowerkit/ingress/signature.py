@@ -41,6 +41,12 @@ class TensorSpec:
         dims = ", ".join(str(d) for d in self.shape)
         return f"tensor[{dims}] {dtype_name(self.dtype)}"
 
+    @staticmethod
+    def of(tensor: torch.Tensor) -> "TensorSpec":
+        """The spec of a real or fake tensor; a symbolic dimension is named by its symbol."""
+        return TensorSpec(tuple(d if isinstance(d, int) else str(d) for d in tensor.shape),
+                          tensor.dtype)
+
     def to_json(self) -> dict:
         return {"shape": list(self.shape), "dtype": dtype_name(self.dtype)}
 

@@ -25,7 +25,8 @@ class CrossingStage(Stage):
         return bridge.torch_mlir_to_iree(module)
 
     def __call__(self, module: Any) -> Any:
-        return bridge.torch_mlir_to_iree(module)
+        # not Stage.__call__: that refuses a module of the other build, which this one takes
+        return self.apply(module)
 
 
 def with_crossing(stages: Iterable[Stage], build: Build) -> Iterator[Stage]:
