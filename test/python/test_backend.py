@@ -240,3 +240,55 @@ def test_zoo_models_through_the_backend_match_eager(name):
         got = torch.compile(model, backend=backend.backend)(*args, **kwargs)
     assert compare(got, want, tol=entry.tol).ok
     assert [r.ran for r in backend.graphs()] == ["lowerkit"], [r.reason for r in backend.graphs()]
+
+
+def _norm_mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.BatchNorm1d(16),
+                               torch.nn.Linear(16, 4))
+
+
+def test_in_place_updates_of_parameters_between_calls_are_seen():
+    model, x = _norm_mlp().eval(), torch.randn(3, 8)
+    compiled = torch.compile(model, backend=backend.backend)
+    with torch.no_grad():
+        compiled(x)
+        model[0].weight.mul_(-2)
+        model[2].running_mean.add_(1)
+        assert compare(compiled(x), model(x)).ok
+    assert [r.ran for r in backend.graphs()] == ["lowerkit"]
+
+
+def test_freeze_compiles_parameters_in_as_constants():
+    model, x = _norm_mlp().eval(), torch.randn(3, 8)
+    with torch.no_grad():
+        want = model(x)
+        got = torch.compile(model, backend=backend.backend, options={"freeze": True})(x)
+    assert compare(got, want).ok
+    (record,) = backend.graphs()
+    # 2 Linear weights and biases, BatchNorm's weight, bias and running statistics
+    assert record.ran == "lowerkit" and record.frozen == 8
+    assert len(record.artifact.signature.tensor_inputs) == 1  # x alone crosses the call
+
+
+def test_freeze_keeps_what_needs_gradients_or_is_mutated():
+    """Under autograd nothing that needs a gradient is frozen; BatchNorm in train mode updates
+    its running statistics, which therefore stay the caller's."""
+    model, x = _norm_mlp().train(), torch.randn(3, 8)
+    twin = _norm_mlp().train()
+    compiled = torch.compile(model, backend=backend.backend, options={"freeze": True})
+    compiled(x).square().sum().backward()
+    twin(x).square().sum().backward()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        assert compare(p.grad, q.grad).ok
+    assert {r.frozen for r in backend.graphs()} == {0}
+    torch._dynamo.reset()
+    backend.reset()
+    with torch.no_grad():
+        for _ in range(2):
+            assert compare(compiled(x), twin(x)).ok
+    assert compare(model[2].running_mean, twin[2].running_mean).ok
+    assert compare(model[2].running_var, twin[2].running_var).ok
+    (record,) = backend.graphs()
+    assert record.ran == "lowerkit" and record.frozen == 6  # Linear weights, biases; BN affine
+    assert len(record.artifact.signature.tensor_inputs) == 4  # x, BN statistics and count
