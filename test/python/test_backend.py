@@ -89,6 +89,42 @@ def test_three_batch_sizes_make_two_compiles_and_the_dynamic_one_is_reused():
     assert any(type(leaf).__name__ == "ScalarSpec" for leaf in dynamic.in_leaves)
 
 
+def sizes(x):
+    return x * 2, x.shape[0] * 3, (x.shape[1] + 1) // 2, x.shape
+
+
+def test_sizes_a_graph_returns_are_each_calls_own():
+    """SymInt outputs (sizes and expressions of them) are computed from each call's inputs."""
+    compiled = torch.compile(sizes, backend=backend.backend)
+    for shape in [(2, 4), (3, 7), (5, 9), (4, 4)]:
+        x = torch.randn(*shape)
+        got, want = compiled(x), sizes(x)
+        assert compare(got[0], want[0]).ok and got[1:] == want[1:], (shape, got[1:], want[1:])
+    assert [r.ran for r in backend.graphs()] == ["lowerkit", "lowerkit"], \
+        [r.reason for r in backend.graphs()]
+
+
+def test_training_with_changing_batch_sizes_runs_every_graph_in_lowerkit():
+    """A dynamic forward graph returns sizes for its backward: nothing runs eagerly."""
+    torch.manual_seed(0)
+    batches = [(torch.randn(n, 8), torch.randint(0, 3, (n,))) for n in (4, 3, 5, 2, 6)]
+    make = lambda: torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                       torch.nn.Linear(16, 3))
+    torch.manual_seed(1)
+    eager = make()
+    torch.manual_seed(1)
+    compiled = make()
+    xs, ys = zip(*batches)
+    want = _train(eager, eager, xs, ys)
+    got = _train(compiled, torch.compile(compiled, backend=backend.backend), xs, ys)
+    assert compare(got, want).ok
+    for p, q in zip(eager.parameters(), compiled.parameters()):
+        assert compare(q.detach(), p.detach()).ok
+    records = backend.graphs()
+    assert [r.ran for r in records] == ["lowerkit"] * 4, [r.reason for r in records]
+    assert [r.kind for r in records] == ["forward", "backward"] * 2
+
+
 def _train(model, step, xs, ys):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     losses = []

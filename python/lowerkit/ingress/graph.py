@@ -5,9 +5,10 @@ Such a graph is already functional ATen (decomposed with `importer.decomposition
 placeholders are its flat inputs, parameters included, so torch-mlir's FX importer takes it as
 a stateless graph. The call signature is the flat tuple of inputs and outputs: a dynamic size
 (a SymInt input) is a `ScalarSpec` named like the tensor dimensions it sizes, passed at every
-call. What lowerkit cannot take yet (a SymInt or scalar output, a float input) is refused
-with an `IngressError` saying what it is, so that the backend runs that graph eagerly and
-records why.
+call; a SymInt output is a `SizeSpec`, computed on the host from the call's sizes, and an int
+output a constant. What lowerkit cannot take (a size computed from data, a float input) is
+refused with an `IngressError` saying what it is, so that the backend runs that graph eagerly
+and records why.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import torch.utils._pytree as pytree
 
 from ..errors import IngressError
 from .importer import ImportedProgram
-from .signature import CallSignature, Constant, Leaf, ScalarSpec, TensorSpec
+from .signature import CallSignature, Constant, Leaf, ScalarSpec, SizeSpec, TensorSpec
 
 
 def _leaf(value: Any, what: str, scalars: bool) -> Leaf:
@@ -28,10 +29,39 @@ def _leaf(value: Any, what: str, scalars: bool) -> Leaf:
     if scalars and isinstance(value, torch.SymInt):
         return ScalarSpec(str(value))
     if not isinstance(value, torch.Tensor):
-        kind = "SymInt and scalar outputs are" if not scalars else "float and bool inputs are"
+        kind = "float and bool outputs are" if not scalars else "float and bool inputs are"
         raise IngressError(f"stage 'torch-import' failed: {what} is a {type(value).__name__} "
                            f"({kind} not supported yet)")
     return TensorSpec.of(value)
+
+
+def _symbols(example_inputs: Sequence[Any]) -> dict[str, tuple[str, int, int]]:
+    """Where each size symbol of the inputs can be read at a call: an int input, or a
+    dimension of a tensor input."""
+    found: dict[str, tuple[str, int, int]] = {}
+    for i, v in enumerate(example_inputs):
+        dims = [(-1, v)] if isinstance(v, torch.SymInt) else \
+            list(enumerate(v.shape)) if isinstance(v, torch.Tensor) else []
+        for d, size in dims:
+            if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
+                name = str(size.node.expr)
+                found.setdefault(name, (name, i, d))
+    return found
+
+
+def _size_leaf(value: Any, what: str, symbols: dict[str, tuple[str, int, int]]) -> Leaf:
+    """An int output: a constant, or a `SizeSpec` when it is a size of the inputs."""
+    if type(value) is int:
+        return Constant(value)
+    from torch.utils._sympy.printers import PythonPrinter
+
+    expr = value.node.expr
+    missing = sorted(str(s) for s in expr.free_symbols if str(s) not in symbols)
+    if missing:
+        raise IngressError(f"stage 'torch-import' failed: {what} is the SymInt {expr}, computed "
+                           f"from data ({', '.join(missing)}), not from the input sizes")
+    used = tuple(symbols[str(s)] for s in sorted(expr.free_symbols, key=str))
+    return SizeSpec(PythonPrinter().doprint(expr), used)
 
 
 def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> ImportedProgram:
@@ -46,12 +76,16 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Imp
     outputs = graph.graph_copy(gm.graph, {})
     if not isinstance(outputs, (tuple, list)):
         outputs = (outputs,)
-    # A None output (the gradient of an input that needs none) is a constant of the signature;
-    # the compiled function returns the tensors only.
-    graph.output(tuple(n for n in outputs if n is not None))
     values = [n.meta.get("val") if isinstance(n, torch.fx.Node) else n for n in outputs]
-    out_leaves: list[Leaf] = [Constant(None) if v is None else _leaf(v, f"output {i}", False)
-                              for i, v in enumerate(values)]
+    # A None output (the gradient of an input that needs none) is a constant of the signature,
+    # a size one computed from the inputs' sizes at each call: the compiled function returns
+    # the tensors only.
+    graph.output(tuple(n for n, v in zip(outputs, values) if isinstance(v, torch.Tensor)))
+    symbols = _symbols(example_inputs)
+    out_leaves: list[Leaf] = [
+        Constant(None) if v is None
+        else _size_leaf(v, f"output {i}", symbols) if isinstance(v, (int, torch.SymInt))
+        else _leaf(v, f"output {i}", False) for i, v in enumerate(values)]
     signature = CallSignature(pytree.tree_flatten((tuple(example_inputs), {}))[1], in_leaves,
                               pytree.tree_flatten(tuple(values))[1], out_leaves)
     # owned by a module holding gm's attributes: the importer reads constants (get_attr) and
