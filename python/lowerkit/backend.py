@@ -46,6 +46,7 @@ class GraphRecord:
     reason: str | None = None  # why it runs eagerly: the stage, the op, the user's line
     artifact: Any = None
     frozen: int = 0            # parameters and buffers compiled in as constants (``freeze``)
+    cached: bool = False       # compiled before (the same program, from the compile cache)
 
 
 @dataclass
@@ -107,7 +108,7 @@ def _compile_graph(options: dict, kind: str, gm: torch.fx.GraphModule,
                             frozen=frozen))
         return gm.forward
     LOG.add(GraphRecord(index, kind, ops, "lowerkit", time.perf_counter() - start, None, art,
-                        frozen))
+                        frozen, bool(getattr(art, "cache_hit", False))))
     if options.get("verify"):
         return verified(art, gm.forward, options["verify"])
     return art

@@ -278,6 +278,44 @@ def test_zoo_models_through_the_backend_match_eager(name):
     assert [r.ran for r in backend.graphs()] == ["lowerkit"], [r.reason for r in backend.graphs()]
 
 
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = torch.nn.functional.gelu(self.linear(x))
+        torch._dynamo.graph_break()
+        return x * 2
+
+
+class Repeated(torch.nn.Module):
+    """Three blocks of the same shapes, each broken at the same place."""
+
+    def __init__(self):
+        super().__init__()
+        self.one, self.two, self.three = Block(), Block(), Block()
+
+    def forward(self, x):
+        return self.three(self.two(self.one(x)))
+
+
+def test_identical_subgraphs_compile_once():
+    """Repeated blocks broken at the same place run one compiled graph (Dynamo's); a recompile
+    after torch._dynamo.reset() reuses the first compile (the compile cache, on by default)."""
+    torch.manual_seed(0)
+    model, x = Repeated(), torch.randn(2, 8)
+    with torch.no_grad():
+        want = model(x)
+        assert compare(torch.compile(model, backend=backend.backend)(x), want).ok
+        torch._dynamo.reset()
+        assert compare(torch.compile(model, backend=backend.backend)(x), want).ok
+    records = backend.graphs()
+    # per pass: linear+gelu, then x * 2 after the break; blocks two and three reuse them
+    assert [(r.ran, r.cached) for r in records] == [("lowerkit", False)] * 2 + [
+        ("lowerkit", True)] * 2, [(r.ran, r.cached, r.reason) for r in records]
+
+
 def _norm_mlp():
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.BatchNorm1d(16),
