@@ -79,6 +79,8 @@ def check_generate(model: torch.nn.Module, max_graphs: int, **compile_kwargs) ->
         list(counters["unimplemented"])
     # every graph ran in lowerkit: the intended behaviour
     assert eager_fallbacks() == [], "\n".join(eager_fallbacks())
+    # ...at lowerkit's fast configuration: the dynamic attention needs no safer rung
+    assert {r.artifact.compile_rung for r in backend.graphs()} == {"fast"}
 
     # Bounded compiles: prefill, the first decode step (static sizes) and the decode step with
     # a dynamic cache length at most; none per token

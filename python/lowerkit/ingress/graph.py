@@ -64,6 +64,41 @@ def _size_leaf(value: Any, what: str, symbols: dict[str, tuple[str, int, int]]) 
     return SizeSpec(PythonPrinter().doprint(expr), used)
 
 
+def _canonicalize(graph: torch.fx.Graph) -> None:
+    """Rewrites of what ``aot_autograd`` leaves that torch-mlir lowers badly or not at all.
+
+    * ``expand(x, sizes)``: a size equal to ``x``'s own (symbolic) dimension becomes -1. Given
+      a SymInt there (SDPA's math form, ``repeat_kv``, the mask: ``expand(t, [1, 2, 32, s0+1])``),
+      torch-mlir cannot tell that the dimension is kept and emits a broadcast that may stretch a
+      size-1 dimension (a ``tensor.extract`` gather under ``select(dim == 1, 0, i)``); IREE's
+      data-tiled matvec then fuses that gather and needs an unbounded stack buffer
+      ("exceeded stack allocation limit"). An expand that keeps every dimension is dropped.
+    * ``true_divide.Tensor`` (Dynamo's ``tensorify_python_scalars`` inserts it after the
+      decompositions ran, for a Python float it passes as a 0-d tensor under ``dynamic=True``)
+      becomes ``div.Tensor``, the same op, which torch-mlir knows.
+    """
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    aten = torch.ops.aten
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target is aten.true_divide.Tensor:
+            node.target = aten.div.Tensor
+        elif node.target is aten.expand.default:
+            src, sizes = node.args[0], node.args[1]
+            before, after = src.meta.get("val"), node.meta.get("val")
+            if before is None or after is None or before.dim() != len(sizes):
+                continue
+            kept = [statically_known_true(a == b) for a, b in zip(before.shape, after.shape)]
+            if all(kept):
+                node.replace_all_uses_with(src)
+                graph.erase_node(node)
+            elif any(kept):
+                node.args = (src, [-1 if k else s for k, s in zip(kept, sizes)])
+    graph.eliminate_dead_code()  # the sym_size nodes only the expands used
+
+
 def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> ImportedProgram:
     """``gm`` (a functional ATen graph of ``aot_autograd``) in torch-mlir's torch dialect."""
     from torch_mlir import ir
@@ -81,6 +116,7 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Imp
     # a size one computed from the inputs' sizes at each call: the compiled function returns
     # the tensors only.
     graph.output(tuple(n for n, v in zip(outputs, values) if isinstance(v, torch.Tensor)))
+    _canonicalize(graph)  # after the output: dead code elimination keeps what it returns
     symbols = _symbols(example_inputs)
     out_leaves: list[Leaf] = [
         Constant(None) if v is None
