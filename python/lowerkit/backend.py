@@ -31,7 +31,7 @@ from .ingress.graph import import_graph
 from .ingress.importer import decomposition_table
 from .runtime.verify import verified
 
-OPTIONS = ("target", "pipeline", "cache", "dump_dir", "verify", "strict")
+OPTIONS = ("target", "pipeline", "cache", "dump_dir", "verify", "strict", "freeze")
 
 
 @dataclass
@@ -45,6 +45,8 @@ class GraphRecord:
     seconds: float             # import, lowering and compile
     reason: str | None = None  # why it runs eagerly: the stage, the op, the user's line
     artifact: Any = None
+    frozen: int = 0            # parameters and buffers compiled in as constants (``freeze``)
+    cached: bool = False       # compiled before (the same program, from the compile cache)
 
 
 @dataclass
@@ -86,7 +88,7 @@ def _options(options: dict | None) -> dict:
 
 
 def _compile_graph(options: dict, kind: str, gm: torch.fx.GraphModule,
-                   example_inputs: Sequence[Any]) -> Callable:
+                   example_inputs: Sequence[Any], frozen: int = 0) -> Callable:
     """lowerkit's executable for one graph, or the graph itself (eager) when lowerkit cannot
     take it and ``strict`` is off."""
     index = next(LOG.counter)
@@ -102,12 +104,73 @@ def _compile_graph(options: dict, kind: str, gm: torch.fx.GraphModule,
     except LowerkitError as e:
         if options.get("strict"):
             raise
-        LOG.add(GraphRecord(index, kind, ops, "eager", time.perf_counter() - start, str(e)))
+        LOG.add(GraphRecord(index, kind, ops, "eager", time.perf_counter() - start, str(e),
+                            frozen=frozen))
         return gm.forward
-    LOG.add(GraphRecord(index, kind, ops, "lowerkit", time.perf_counter() - start, None, art))
+    LOG.add(GraphRecord(index, kind, ops, "lowerkit", time.perf_counter() - start, None, art,
+                        frozen, bool(getattr(art, "cache_hit", False))))
     if options.get("verify"):
         return verified(art, gm.forward, options["verify"])
     return art
+
+
+def _freezable(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[int]:
+    """The positions of Dynamo's inputs that are a module's parameters or buffers and may be
+    compiled in as constants: none that needs a gradient while autograd records."""
+    found = []
+    placeholders = gm.graph.find_nodes(op="placeholder")
+    for i, (node, value) in enumerate(zip(placeholders, example_inputs)):
+        arg = node.meta.get("grapharg")
+        source = getattr(arg, "source", None)
+        if not isinstance(value, torch.Tensor) or source is None:
+            continue
+        if not source.guard_source.is_unspecialized_nn_module() and \
+                not isinstance(value, torch.nn.Parameter):
+            continue
+        if value.requires_grad and torch.is_grad_enabled():
+            continue
+        found.append(i)
+    return found
+
+
+def _as_module_state(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                     positions: list[int]) -> tuple[torch.fx.GraphModule, list[Any]]:
+    """A copy of ``gm`` holding the inputs at ``positions`` as its buffers, which
+    ``aot_autograd`` lifts as its parameters (`_constants_for` then compiles them in), and the
+    other inputs. ``gm`` itself is left alone: Dynamo reads its placeholders to call it."""
+    graph, copied = torch.fx.Graph(), {}
+    graph.output(graph.graph_copy(gm.graph, copied))
+    for old, new in copied.items():  # what aot_autograd reads of Dynamo's inputs
+        if hasattr(old, "_dynamo_source"):
+            new._dynamo_source = old._dynamo_source
+    frozen = torch.fx.GraphModule(gm, graph)
+    frozen.meta.update(gm.meta)
+    frozen._param_name_to_source = dict(getattr(gm, "_param_name_to_source", {}))
+    placeholders = graph.find_nodes(op="placeholder")
+    for i in positions:
+        node, name = placeholders[i], f"_lowerkit_frozen_{i}"
+        frozen.register_buffer(name, example_inputs[i].detach())
+        # aot_autograd looks each lifted parameter's Dynamo source up by its name
+        frozen._param_name_to_source[name] = node.meta["grapharg"].source
+        with graph.inserting_before(node):
+            attr = graph.get_attr(name)
+        attr.meta.update(node.meta)
+        node.replace_all_uses_with(attr)
+        graph.erase_node(node)
+    frozen.recompile()
+    return frozen, [v for i, v in enumerate(example_inputs) if i not in set(positions)]
+
+
+def _constants_for(g: torch.fx.GraphModule) -> list[int] | None:
+    """Compile ``aot_autograd``'s lifted parameters into ``g`` as constants, but those the
+    graph mutates or returns a view of (which must stay the caller's); the positions of the
+    inputs ``g`` still takes, or None when there is nothing to freeze."""
+    from torch._inductor.freezing import replace_params_with_constants
+
+    context = torch._guards.TracingContext.try_get()
+    if context is None or not context.params_flat:
+        return None
+    return replace_params_with_constants(g, context.params_flat, context.fw_metadata)
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict | None = None,
@@ -117,14 +180,37 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
     from torch._functorch.aot_autograd import make_boxed_func
 
     opts = _options(options)
+    frozen = _freezable(gm, example_inputs) if opts.get("freeze") else []
 
     def compiler(kind: str) -> Callable:
-        # aot_autograd calls compiled graphs with one list of arguments ("boxed")
-        return lambda g, inputs: make_boxed_func(_compile_graph(opts, kind, g, inputs))
+        def compile_one(g: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable:
+            kept = _constants_for(g) if frozen and kind == "inference" else None
+            if kept is None:
+                # aot_autograd calls compiled graphs with one list of arguments ("boxed")
+                return make_boxed_func(_compile_graph(opts, kind, g, inputs))
+            fn = _compile_graph(opts, kind, g, [inputs[i] for i in kept],
+                                len(inputs) - len(kept))
 
-    return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                        inference_compiler=compiler("inference"),
-                        decompositions=decomposition_table())(gm, example_inputs)
+            def call(args: list) -> Any:
+                picked = [args[i] for i in kept]
+                args.clear()
+                return fn(*picked)
+            call._boxed_call = True
+            return call
+        return compile_one
+
+    traced, inputs = _as_module_state(gm, example_inputs, frozen) if frozen else \
+        (gm, example_inputs)
+    compiled = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                            inference_compiler=compiler("inference"),
+                            decompositions=decomposition_table())(traced, inputs)
+    if not frozen:
+        return compiled
+    kept_inputs = [i for i in range(len(example_inputs)) if i not in set(frozen)]
+
+    def call_frozen(*args: Any) -> Any:
+        return compiled(*[args[i] for i in kept_inputs])
+    return call_frozen
 
 
 @dataclass

@@ -89,6 +89,42 @@ def test_three_batch_sizes_make_two_compiles_and_the_dynamic_one_is_reused():
     assert any(type(leaf).__name__ == "ScalarSpec" for leaf in dynamic.in_leaves)
 
 
+def sizes(x):
+    return x * 2, x.shape[0] * 3, (x.shape[1] + 1) // 2, x.shape
+
+
+def test_sizes_a_graph_returns_are_each_calls_own():
+    """SymInt outputs (sizes and expressions of them) are computed from each call's inputs."""
+    compiled = torch.compile(sizes, backend=backend.backend)
+    for shape in [(2, 4), (3, 7), (5, 9), (4, 4)]:
+        x = torch.randn(*shape)
+        got, want = compiled(x), sizes(x)
+        assert compare(got[0], want[0]).ok and got[1:] == want[1:], (shape, got[1:], want[1:])
+    assert [r.ran for r in backend.graphs()] == ["lowerkit", "lowerkit"], \
+        [r.reason for r in backend.graphs()]
+
+
+def test_training_with_changing_batch_sizes_runs_every_graph_in_lowerkit():
+    """A dynamic forward graph returns sizes for its backward: nothing runs eagerly."""
+    torch.manual_seed(0)
+    batches = [(torch.randn(n, 8), torch.randint(0, 3, (n,))) for n in (4, 3, 5, 2, 6)]
+    make = lambda: torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                       torch.nn.Linear(16, 3))
+    torch.manual_seed(1)
+    eager = make()
+    torch.manual_seed(1)
+    compiled = make()
+    xs, ys = zip(*batches)
+    want = _train(eager, eager, xs, ys)
+    got = _train(compiled, torch.compile(compiled, backend=backend.backend), xs, ys)
+    assert compare(got, want).ok
+    for p, q in zip(eager.parameters(), compiled.parameters()):
+        assert compare(q.detach(), p.detach()).ok
+    records = backend.graphs()
+    assert [r.ran for r in records] == ["lowerkit"] * 4, [r.reason for r in records]
+    assert [r.kind for r in records] == ["forward", "backward"] * 2
+
+
 def _train(model, step, xs, ys):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     losses = []
@@ -240,3 +276,93 @@ def test_zoo_models_through_the_backend_match_eager(name):
         got = torch.compile(model, backend=backend.backend)(*args, **kwargs)
     assert compare(got, want, tol=entry.tol).ok
     assert [r.ran for r in backend.graphs()] == ["lowerkit"], [r.reason for r in backend.graphs()]
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = torch.nn.functional.gelu(self.linear(x))
+        torch._dynamo.graph_break()
+        return x * 2
+
+
+class Repeated(torch.nn.Module):
+    """Three blocks of the same shapes, each broken at the same place."""
+
+    def __init__(self):
+        super().__init__()
+        self.one, self.two, self.three = Block(), Block(), Block()
+
+    def forward(self, x):
+        return self.three(self.two(self.one(x)))
+
+
+def test_identical_subgraphs_compile_once():
+    """Repeated blocks broken at the same place run one compiled graph (Dynamo's); a recompile
+    after torch._dynamo.reset() reuses the first compile (the compile cache, on by default)."""
+    torch.manual_seed(0)
+    model, x = Repeated(), torch.randn(2, 8)
+    with torch.no_grad():
+        want = model(x)
+        assert compare(torch.compile(model, backend=backend.backend)(x), want).ok
+        torch._dynamo.reset()
+        assert compare(torch.compile(model, backend=backend.backend)(x), want).ok
+    records = backend.graphs()
+    # per pass: linear+gelu, then x * 2 after the break; blocks two and three reuse them
+    assert [(r.ran, r.cached) for r in records] == [("lowerkit", False)] * 2 + [
+        ("lowerkit", True)] * 2, [(r.ran, r.cached, r.reason) for r in records]
+
+
+def _norm_mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.BatchNorm1d(16),
+                               torch.nn.Linear(16, 4))
+
+
+def test_in_place_updates_of_parameters_between_calls_are_seen():
+    model, x = _norm_mlp().eval(), torch.randn(3, 8)
+    compiled = torch.compile(model, backend=backend.backend)
+    with torch.no_grad():
+        compiled(x)
+        model[0].weight.mul_(-2)
+        model[2].running_mean.add_(1)
+        assert compare(compiled(x), model(x)).ok
+    assert [r.ran for r in backend.graphs()] == ["lowerkit"]
+
+
+def test_freeze_compiles_parameters_in_as_constants():
+    model, x = _norm_mlp().eval(), torch.randn(3, 8)
+    with torch.no_grad():
+        want = model(x)
+        got = torch.compile(model, backend=backend.backend, options={"freeze": True})(x)
+    assert compare(got, want).ok
+    (record,) = backend.graphs()
+    # 2 Linear weights and biases, BatchNorm's weight, bias and running statistics
+    assert record.ran == "lowerkit" and record.frozen == 8
+    assert len(record.artifact.signature.tensor_inputs) == 1  # x alone crosses the call
+
+
+def test_freeze_keeps_what_needs_gradients_or_is_mutated():
+    """Under autograd nothing that needs a gradient is frozen; BatchNorm in train mode updates
+    its running statistics, which therefore stay the caller's."""
+    model, x = _norm_mlp().train(), torch.randn(3, 8)
+    twin = _norm_mlp().train()
+    compiled = torch.compile(model, backend=backend.backend, options={"freeze": True})
+    compiled(x).square().sum().backward()
+    twin(x).square().sum().backward()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        assert compare(p.grad, q.grad).ok
+    assert {r.frozen for r in backend.graphs()} == {0}
+    torch._dynamo.reset()
+    backend.reset()
+    with torch.no_grad():
+        for _ in range(2):
+            assert compare(compiled(x), twin(x)).ok
+    assert compare(model[2].running_mean, twin[2].running_mean).ok
+    assert compare(model[2].running_var, twin[2].running_var).ok
+    (record,) = backend.graphs()
+    assert record.ran == "lowerkit" and record.frozen == 6  # Linear weights, biases; BN affine
+    assert len(record.artifact.signature.tensor_inputs) == 4  # x, BN statistics and count

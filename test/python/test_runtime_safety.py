@@ -67,6 +67,24 @@ def test_inputs_are_not_written():
     assert torch.equal(x, x0) and torch.equal(y, y0)
 
 
+def test_a_result_never_aliases_an_input():
+    """Inputs cross without a copy on host drivers, and IREE hands an argument the program
+    returns straight back: the result must still be the caller's own tensor."""
+    def passthrough(x, y):
+        return x, y * 2, x.reshape(-1)
+
+    x, y = torch.randn(4, 4), torch.randn(4)
+    a = lowerkit.compile(passthrough, (x, y))
+    for _ in range(3):  # the first calls try both CPU drivers
+        same, doubled, flat = a(x, y)
+    assert torch.equal(same, x) and torch.equal(flat, x.reshape(-1))
+    assert same.data_ptr() != x.data_ptr() and flat.data_ptr() != x.data_ptr()
+    x0 = x.clone()
+    same.add_(1.0)
+    flat.mul_(0.0)
+    assert torch.equal(x, x0)
+
+
 def test_outputs_are_the_callers_own(art):
     """Outputs alias IREE's result buffers (no copy on host drivers): each call's are its own,
     writable, and outlive later calls."""

@@ -5,9 +5,10 @@ Such a graph is already functional ATen (decomposed with `importer.decomposition
 placeholders are its flat inputs, parameters included, so torch-mlir's FX importer takes it as
 a stateless graph. The call signature is the flat tuple of inputs and outputs: a dynamic size
 (a SymInt input) is a `ScalarSpec` named like the tensor dimensions it sizes, passed at every
-call. What lowerkit cannot take yet (a SymInt or scalar output, a float input) is refused
-with an `IngressError` saying what it is, so that the backend runs that graph eagerly and
-records why.
+call; a SymInt output is a `SizeSpec`, computed on the host from the call's sizes, and an int
+output a constant. What lowerkit cannot take (a size computed from data, a float input) is
+refused with an `IngressError` saying what it is, so that the backend runs that graph eagerly
+and records why.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import torch.utils._pytree as pytree
 
 from ..errors import IngressError
 from .importer import ImportedProgram
-from .signature import CallSignature, Constant, Leaf, ScalarSpec, TensorSpec
+from .signature import CallSignature, Constant, Leaf, ScalarSpec, SizeSpec, TensorSpec
 
 
 def _leaf(value: Any, what: str, scalars: bool) -> Leaf:
@@ -28,10 +29,74 @@ def _leaf(value: Any, what: str, scalars: bool) -> Leaf:
     if scalars and isinstance(value, torch.SymInt):
         return ScalarSpec(str(value))
     if not isinstance(value, torch.Tensor):
-        kind = "SymInt and scalar outputs are" if not scalars else "float and bool inputs are"
+        kind = "float and bool outputs are" if not scalars else "float and bool inputs are"
         raise IngressError(f"stage 'torch-import' failed: {what} is a {type(value).__name__} "
                            f"({kind} not supported yet)")
     return TensorSpec.of(value)
+
+
+def _symbols(example_inputs: Sequence[Any]) -> dict[str, tuple[str, int, int]]:
+    """Where each size symbol of the inputs can be read at a call: an int input, or a
+    dimension of a tensor input."""
+    found: dict[str, tuple[str, int, int]] = {}
+    for i, v in enumerate(example_inputs):
+        dims = [(-1, v)] if isinstance(v, torch.SymInt) else \
+            list(enumerate(v.shape)) if isinstance(v, torch.Tensor) else []
+        for d, size in dims:
+            if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
+                name = str(size.node.expr)
+                found.setdefault(name, (name, i, d))
+    return found
+
+
+def _size_leaf(value: Any, what: str, symbols: dict[str, tuple[str, int, int]]) -> Leaf:
+    """An int output: a constant, or a `SizeSpec` when it is a size of the inputs."""
+    if type(value) is int:
+        return Constant(value)
+    from torch.utils._sympy.printers import PythonPrinter
+
+    expr = value.node.expr
+    missing = sorted(str(s) for s in expr.free_symbols if str(s) not in symbols)
+    if missing:
+        raise IngressError(f"stage 'torch-import' failed: {what} is the SymInt {expr}, computed "
+                           f"from data ({', '.join(missing)}), not from the input sizes")
+    used = tuple(symbols[str(s)] for s in sorted(expr.free_symbols, key=str))
+    return SizeSpec(PythonPrinter().doprint(expr), used)
+
+
+def _canonicalize(graph: torch.fx.Graph) -> None:
+    """Rewrites of what ``aot_autograd`` leaves that torch-mlir lowers badly or not at all.
+
+    * ``expand(x, sizes)``: a size equal to ``x``'s own (symbolic) dimension becomes -1. Given
+      a SymInt there (SDPA's math form, ``repeat_kv``, the mask: ``expand(t, [1, 2, 32, s0+1])``),
+      torch-mlir cannot tell that the dimension is kept and emits a broadcast that may stretch a
+      size-1 dimension (a ``tensor.extract`` gather under ``select(dim == 1, 0, i)``); IREE's
+      data-tiled matvec then fuses that gather and needs an unbounded stack buffer
+      ("exceeded stack allocation limit"). An expand that keeps every dimension is dropped.
+    * ``true_divide.Tensor`` (Dynamo's ``tensorify_python_scalars`` inserts it after the
+      decompositions ran, for a Python float it passes as a 0-d tensor under ``dynamic=True``)
+      becomes ``div.Tensor``, the same op, which torch-mlir knows.
+    """
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    aten = torch.ops.aten
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target is aten.true_divide.Tensor:
+            node.target = aten.div.Tensor
+        elif node.target is aten.expand.default:
+            src, sizes = node.args[0], node.args[1]
+            before, after = src.meta.get("val"), node.meta.get("val")
+            if before is None or after is None or before.dim() != len(sizes):
+                continue
+            kept = [statically_known_true(a == b) for a, b in zip(before.shape, after.shape)]
+            if all(kept):
+                node.replace_all_uses_with(src)
+                graph.erase_node(node)
+            elif any(kept):
+                node.args = (src, [-1 if k else s for k, s in zip(kept, sizes)])
+    graph.eliminate_dead_code()  # the sym_size nodes only the expands used
 
 
 def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> ImportedProgram:
@@ -46,12 +111,17 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Imp
     outputs = graph.graph_copy(gm.graph, {})
     if not isinstance(outputs, (tuple, list)):
         outputs = (outputs,)
-    # A None output (the gradient of an input that needs none) is a constant of the signature;
-    # the compiled function returns the tensors only.
-    graph.output(tuple(n for n in outputs if n is not None))
     values = [n.meta.get("val") if isinstance(n, torch.fx.Node) else n for n in outputs]
-    out_leaves: list[Leaf] = [Constant(None) if v is None else _leaf(v, f"output {i}", False)
-                              for i, v in enumerate(values)]
+    # A None output (the gradient of an input that needs none) is a constant of the signature,
+    # a size one computed from the inputs' sizes at each call: the compiled function returns
+    # the tensors only.
+    graph.output(tuple(n for n, v in zip(outputs, values) if isinstance(v, torch.Tensor)))
+    _canonicalize(graph)  # after the output: dead code elimination keeps what it returns
+    symbols = _symbols(example_inputs)
+    out_leaves: list[Leaf] = [
+        Constant(None) if v is None
+        else _size_leaf(v, f"output {i}", symbols) if isinstance(v, (int, torch.SymInt))
+        else _leaf(v, f"output {i}", False) for i, v in enumerate(values)]
     signature = CallSignature(pytree.tree_flatten((tuple(example_inputs), {}))[1], in_leaves,
                               pytree.tree_flatten(tuple(values))[1], out_leaves)
     # owned by a module holding gm's attributes: the importer reads constants (get_attr) and

@@ -76,7 +76,28 @@ class ScalarSpec:
         return f"int {self.name}"
 
 
-Leaf = TensorSpec | Constant | ScalarSpec
+@dataclass(frozen=True)
+class SizeSpec:
+    """An int output computed from the input sizes (a SymInt a graph returns, as a training
+    forward graph returns sizes for its backward): evaluated on the host from each call's
+    inputs, as Python, never by the compiled program."""
+
+    expr: str                                  # a Python expression over the symbols
+    symbols: tuple[tuple[str, int, int], ...]  # (symbol, flat input, its dim; -1: an int input)
+
+    def describe(self) -> str:
+        return f"int {self.expr}"
+
+    @functools.cached_property
+    def _code(self) -> Any:
+        return compile(self.expr, "<size>", "eval")
+
+    def value(self, inputs: list[Any]) -> int:
+        env = {name: inputs[i] if d < 0 else inputs[i].shape[d] for name, i, d in self.symbols}
+        return int(eval(self._code, {"__builtins__": {}, "max": max, "min": min}, env))
+
+
+Leaf = TensorSpec | Constant | ScalarSpec | SizeSpec
 # Types a call's tensors may have on the fast path (torch.compile hands over the parameters)
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
@@ -210,7 +231,12 @@ class CallSignature:
         return tuple((i, l.dtype) for i, l in enumerate(self.out_leaves)
                      if isinstance(l, TensorSpec) and not l.dtype.is_floating_point)
 
-    def unflatten_outputs(self, tensors: list[Any]) -> Any:
+    @functools.cached_property
+    def sizes_out(self) -> bool:
+        """Whether an output is a `SizeSpec`: `unflatten_outputs` then needs the inputs."""
+        return any(isinstance(l, SizeSpec) for l in self.out_leaves)
+
+    def unflatten_outputs(self, tensors: list[Any], inputs: list[Any] | None = None) -> Any:
         if self._single_output:
             return _as_dtype(tensors[0], self.out_leaves[0].dtype)
         if self._tuple_of_tensors:
@@ -222,7 +248,8 @@ class CallSignature:
                 out[i] = _as_dtype(out[i], dtype)
             return tuple(out)
         it = iter(tensors)
-        leaves = [_as_dtype(next(it), l.dtype) if isinstance(l, TensorSpec) else l.value
+        leaves = [_as_dtype(next(it), l.dtype) if isinstance(l, TensorSpec)
+                  else l.value(inputs) if isinstance(l, SizeSpec) else l.value
                   for l in self.out_leaves]
         return pytree.tree_unflatten(leaves, self.out_spec)
 
@@ -239,6 +266,8 @@ class CallSignature:
         def leaf(l: Leaf) -> dict:
             if isinstance(l, ScalarSpec):
                 return {"scalar": l.name}
+            if isinstance(l, SizeSpec):
+                return {"size": l.expr, "symbols": [list(x) for x in l.symbols]}
             return {"tensor": l.to_json()} if isinstance(l, TensorSpec) else {"constant": l.value}
 
         return {
@@ -255,6 +284,8 @@ class CallSignature:
         def leaf(x: dict) -> Leaf:
             if "scalar" in x:
                 return ScalarSpec(x["scalar"])
+            if "size" in x:
+                return SizeSpec(x["size"], tuple(tuple(v) for v in x["symbols"]))
             return TensorSpec.from_json(x["tensor"]) if "tensor" in x else Constant(x["constant"])
 
         return CallSignature(

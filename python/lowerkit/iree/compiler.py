@@ -23,7 +23,7 @@ from pathlib import Path
 from ..diagnostics import Diagnostic, source_location
 from ..errors import StageError, UnsupportedError
 from ..reproducer import save_reproducer, tool
-from ..target import Target
+from ..target import CPU_SPEED_FLAGS, Target
 
 STAGE = "iree-compile"
 
@@ -120,6 +120,7 @@ class CompileResult:
     command: list[str]
     phases: list[PhaseRecord] = field(default_factory=list)
     executables: list[ExecutableFile] = field(default_factory=list)
+    rung: str = "fast"  # the compile ladder's rung that compiled it (`LADDER`)
 
     @property
     def dispatch_count(self) -> int:
@@ -147,6 +148,7 @@ def statistics(result: CompileResult) -> dict:
                         for f in result.executables if f.kind == "binary"],
         "binary_bytes": result.binary_bytes,
         "vmfb_bytes": len(result.vmfb),
+        "rung": result.rung,
     }
 
 
@@ -211,6 +213,69 @@ def compile_to_vmfb(
     ``phases_dir`` implies ``phases``); ``print_passes_dir`` receives the IR after every pass
     (a tree of files).
     """
+    rungs = ladder(target.compile_flags())
+    first: StageError | None = None
+    for rung, dropped in rungs:
+        try:
+            result = _compile_once(bytecode, target, extra_flags, dropped, phases_dir,
+                                   executables_dir, print_passes_dir, elide, timeout, phases)
+        except UnsupportedError:
+            raise  # the target cannot do what the program asks: no configuration helps
+        except StageError as e:
+            if "timed out after" in e.summary or rung == rungs[-1][0]:
+                raise (first or e) from None
+            first = first or e
+            continue
+        result.rung = rung
+        if first is not None:
+            _warn_rung(rung, first)
+        return result
+    raise AssertionError("unreachable: the last rung returns or raises")
+
+
+# The compile ladder: when iree-compile rejects the fast configuration (a dispatch over the
+# stack limit with data tiling, a vector op the microkernels' layouts leave illegal), the same
+# program is compiled again with the next safer one, each dropping more of CPU_SPEED_FLAGS.
+LADDER = (
+    ("fast", ()),
+    ("no im2col", ("--iree-global-opt-use-im2col-for-convs",)),
+    ("no ukernels", ("--iree-global-opt-use-im2col-for-convs",
+                     "--iree-llvmcpu-enable-ukernels=all")),
+    ("no data tiling", ("--iree-global-opt-use-im2col-for-convs",
+                        "--iree-llvmcpu-enable-ukernels=all", "--iree-opt-data-tiling")),
+    ("IREE defaults", CPU_SPEED_FLAGS),
+)
+_WARNED: set[str] = set()
+
+
+def ladder(flags: tuple[str, ...] | list[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """The rungs (name, flags dropped) that change ``flags``: the first rung for a target
+    without CPU_SPEED_FLAGS (a GPU), all five for the CPU."""
+    rungs, seen = [], set()
+    for name, dropped in LADDER:
+        kept = tuple(f for f in flags if f not in dropped)
+        if kept not in seen:
+            seen.add(kept)
+            rungs.append((name, tuple(f for f in dropped if f in flags)))
+    return rungs
+
+
+def _warn_rung(rung: str, error: StageError) -> None:
+    if rung in _WARNED:
+        return
+    _WARNED.add(rung)
+    import warnings
+
+    warnings.warn(f"iree-compile rejected lowerkit's fast CPU configuration ({error.summary}); "
+                  f"compiled with the safer rung '{rung}' (Artifact.compile_rung); the program "
+                  f"may run slower. The failure replays with: {error.command}", stacklevel=3)
+
+
+def _compile_once(bytecode: bytes, target: Target, extra_flags: list[str] | tuple[str, ...],
+                  dropped: tuple[str, ...], phases_dir: str | os.PathLike | None,
+                  executables_dir: str | os.PathLike | None,
+                  print_passes_dir: str | os.PathLike | None, elide: bool,
+                  timeout: float | None, phases: bool) -> CompileResult:
     with tempfile.TemporaryDirectory(prefix="lowerkit-") as tmp:
         src = Path(tmp) / "input.mlirbc"
         out = Path(tmp) / "module.vmfb"
@@ -221,7 +286,8 @@ def compile_to_vmfb(
         else:
             keep_phases = True
         execs = Path(executables_dir) if executables_dir is not None else Path(tmp) / "executables"
-        flags = [*COMMON_FLAGS, *target.compile_flags(), *extra_flags]
+        flags = [*COMMON_FLAGS, *(f for f in target.compile_flags() if f not in dropped),
+                 *extra_flags]
         replay_flags = list(flags)
         if keep_phases or phases:
             flags.append(f"--dump-compilation-phases-to={phases_dir}")

@@ -112,7 +112,14 @@ class Artifact:
                 outputs = outputs[:n_outputs]
         for index, value in zip(mutated, outputs):  # in-place changes, as eager makes them
             _tensor_leaf(args, kwargs, index).copy_(value)
-        return self.signature.unflatten_outputs(outputs[len(mutated):])
+        return self.signature.unflatten_outputs(
+            outputs[len(mutated):], tensors if self.signature.sizes_out else None)
+
+    @property
+    def compile_rung(self) -> str:
+        """Which configuration of the compile ladder built it: "fast", or a safer one after
+        iree-compile rejected the faster (`lowerkit.iree.compiler.LADDER`)."""
+        return (self.compile_stats or {}).get("rung", "fast")
 
     def _call_resident(self, args: tuple, kwargs: dict, keep_on_device: bool) -> Any:
         # The signature checks placeholders with the DeviceTensors' shapes and dtypes.
@@ -131,7 +138,7 @@ class Artifact:
                                   [s.dtype for s in self.signature.tensor_outputs])
         if not keep_on_device:
             outputs = [o.cpu() for o in outputs]
-        return self.signature.unflatten_outputs(outputs)
+        return self.signature.unflatten_outputs(outputs, values)
 
     # -- inspection ------------------------------------------------------------------------
     def stage_table(self, title: str | None = None):
@@ -163,7 +170,8 @@ class Artifact:
                                   ", ".join(f"{d} {n}" for d, n in top.most_common(4)), style="dim")
         if stats:
             table.caption = (f"{stats['dispatches']} dispatches · executable binaries "
-                             f"{stats['binary_bytes'] / 1024:.1f} KiB · vmfb {stats['vmfb_bytes'] / 1024:.1f} KiB")
+                             f"{stats['binary_bytes'] / 1024:.1f} KiB · vmfb {stats['vmfb_bytes'] / 1024:.1f} KiB"
+                             f" · iree-compile rung: {self.compile_rung}")
         return table
 
     @property

@@ -1,0 +1,74 @@
+"""The compile ladder: when iree-compile rejects lowerkit's fast CPU configuration, the same
+program is compiled with the next safer one, which the Artifact and its stage table name."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import lowerkit
+from lowerkit.errors import StageError, UnsupportedError
+from lowerkit.iree import compiler
+from lowerkit.runtime.numerics import compare
+
+
+def _f(x):
+    return torch.tanh(x) @ x.T
+
+
+def _refusing(monkeypatch, failures: int, error=StageError):
+    """iree-compile 'rejects' the first ``failures`` configurations it is given."""
+    real, tried = compiler._compile_once, []
+
+    def once(bytecode, target, extra, dropped, *rest):
+        tried.append(dropped)
+        if len(tried) <= failures:
+            raise error(compiler.STAGE, "iree-compile exited with status 1: planted", [], None,
+                        "iree-compile planted.mlir")
+        return real(bytecode, target, extra, dropped, *rest)
+    monkeypatch.setattr(compiler, "_compile_once", once)
+    monkeypatch.setattr(compiler, "_WARNED", set())
+    return tried
+
+
+@pytest.mark.parametrize("rung", range(len(compiler.LADDER)),
+                         ids=[name for name, _ in compiler.LADDER])
+def test_each_rung_compiles_what_the_faster_ones_rejected(monkeypatch, rung):
+    tried = _refusing(monkeypatch, rung)
+    x = torch.randn(4, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        art = lowerkit.compile(_f, (x,), cache=False)
+    name, dropped = compiler.LADDER[rung]
+    assert art.compile_rung == name
+    assert tried[-1] == dropped and len(tried) == rung + 1
+    assert compare(art(x), _f(x)).ok
+    said = [str(w.message) for w in caught if "safer rung" in str(w.message)]
+    assert len(said) == (rung > 0) and (not said or f"'{name}'" in said[0])
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(art.stage_table())
+    assert f"rung: {name}" in console.export_text()
+
+
+def test_every_rung_failing_raises_the_fast_configurations_error(monkeypatch):
+    tried = _refusing(monkeypatch, len(compiler.LADDER))
+    with pytest.raises(StageError, match="planted"):
+        lowerkit.compile(_f, (torch.randn(4, 4),), cache=False)
+    assert len(tried) == len(compiler.LADDER)
+
+
+def test_a_refusal_of_the_target_is_not_retried(monkeypatch):
+    tried = _refusing(monkeypatch, 1, UnsupportedError)
+    with pytest.raises(UnsupportedError):
+        lowerkit.compile(_f, (torch.randn(4, 4),), cache=False)
+    assert len(tried) == 1
+
+
+def test_gpu_targets_have_one_rung():
+    assert [n for n, _ in compiler.ladder(lowerkit.Target.parse("vulkan").compile_flags())] == \
+        ["fast"]
+    assert len(compiler.ladder(lowerkit.Target.parse("cpu").compile_flags())) == 5
