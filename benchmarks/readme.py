@@ -212,21 +212,27 @@ def render_call_floor(data: dict, path: str) -> str:
 
 # -- backend.py --json -----------------------------------------------------------------------------
 def render_backend(data: dict, path: str) -> str:
-    lines = ["| model | eager ms | torch.compile ms | lowerkit ms | backend ms | backend / lowerkit "
-             "| backend × eager | graphs in lowerkit / eager | backend compile s, cold / cached |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| model | eager ms | torch.compile ms | lowerkit ms | backend ms | frozen ms "
+             "| Dynamo's own ms | backend / lowerkit | frozen / lowerkit | frozen × eager "
+             "| graphs in lowerkit / eager | compile s, cold / cached |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in data["models"]:
         ms = r["median_ms"]
         ran = [g["ran"] for g in r.get("graphs", [])]
         lines.append(
             f"| {r['model']} | " + " | ".join(_num(ms.get(k)) for k in
-                                            ("eager", "torch.compile", "lowerkit", "backend"))
-            + f" | {_num(r.get('backend_vs_lowerkit'))} | {_num(r.get('backend_vs_eager'))}×"
+                                            ("eager", "torch.compile", "lowerkit", "backend",
+                                             "frozen"))
+            + f" | {_num(r.get('dynamo_overhead_ms'))}"
+            + f" | {_num(r.get('backend_vs_lowerkit'))} | {_num(r.get('frozen_vs_lowerkit'))}"
+            + f" | {_num(r.get('frozen_vs_eager'))}×"
             + f" | {ran.count('lowerkit')} / {ran.count('eager')}"
             + f" | {_num(r['compile_cold_s'].get('backend'))} / {_num(r['compile_cached_s'].get('backend'))} |")
-    lines.append(f"| **geomean, {len(data['models'])} models** | | | | | "
-                 f"**{_num(geomean([r.get('backend_vs_lowerkit') for r in data['models']]))}** | "
-                 f"**{_num(geomean([r.get('backend_vs_eager') for r in data['models']]))}×** | | |")
+    models = data["models"]
+    lines.append(f"| **geomean, {len(models)} models** | | | | | | | "
+                 f"**{_num(geomean([r.get('backend_vs_lowerkit') for r in models]))}** | "
+                 f"**{_num(geomean([r.get('frozen_vs_lowerkit') for r in models]))}** | "
+                 f"**{_num(geomean([r.get('frozen_vs_eager') for r in models]))}×** | | |")
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 
