@@ -263,6 +263,26 @@ def test_graphs_run_on_vulkan(target):
     assert all(r.artifact.target.name == target for r in backend.graphs())
 
 
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe"])
+@pytest.mark.parametrize("name", ["mlp", "conv_bn_relu", "residual_block", "reductions_softmax",
+                                  "sdpa", "embedding_layernorm", "dict_outputs",
+                                  "function_kwargs"])
+def test_spine_models_through_the_backend_on_vulkan(name, target):
+    """The spine's Vulkan subset (test_vulkan.py) through torch.compile on lavapipe."""
+    from models import CASES
+
+    fn, args, kwargs = CASES[name]()
+    with torch.no_grad():
+        want = fn(*args, **kwargs)
+        got = torch.compile(fn, backend=backend.backend, options={"target": target})(
+            *args, **kwargs)
+    assert compare(got, want).ok
+    records = backend.graphs()
+    assert records and all(r.ran == "lowerkit" and r.artifact.target.name == target
+                           for r in records), [r.reason for r in records]
+
+
 @pytest.mark.parametrize("name", ["views_inplace", "normalisations", "bert_tiny"])
 def test_zoo_models_through_the_backend_match_eager(name):
     """Graphs with constants (get_attr) and as_strided views are imported through a module that
