@@ -28,7 +28,8 @@ The stages, in torch-mlir's MLIR build:
    builds invalid IR; ``normalize-unit-slices``:
    step 1 for a strided slice of one element (IREE rejects the strided layout);
    ``crop-negative-pad``: a constant pad by negative amounts as a slice, then a pad (IREE
-   rejects torch-mlir's negative offsets);
+   rejects torch-mlir's negative offsets); ``keep-nan-self-compare``: ``x == x`` of floats
+   as ``not isnan(x)`` (torch-mlir folds it to True, NaN or not);
 - ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
    shapes and dtypes refined, ops decomposed to those the backends accept);
 - ``batch-unbatched-pooling``: pooling of ``[C, H, W]`` as pooling of ``[1, C, H, W]``
@@ -59,7 +60,7 @@ NAME = "torch-to-linalg"
 TORCH_FIXES = ("widen-unsigned", "rewrite-bool-mask-index-put", "replace-empty-results",
                "rewrite-unit-window-pooling", "trim-conv-overhang", "pad-pool-overhang",
                "gather-adaptive-max-pool", "fold-empty-cat", "normalize-unit-slices",
-               "crop-negative-pad")
+               "crop-negative-pad", "keep-nan-self-compare")
 
 
 def build_pipeline() -> Pipeline:

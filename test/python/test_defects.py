@@ -224,3 +224,19 @@ def test_in_place_change_of_an_input_reaches_the_caller():
     mine, theirs = x.clone(), x.clone()
     assert compare(art(mine, y), scale_in_place(theirs, y)).ok
     assert torch.equal(mine, theirs)
+
+
+def _self_equal(x):
+    return x == x, torch.isfinite(x), (x == x) & (x.abs() != torch.inf)
+
+
+def test_x_equals_x_is_false_for_nan(target):
+    """torch-mlir folds aten.eq.Tensor(x, x) to True; PyTorch's isfinite decomposes to it."""
+    x = torch.tensor([-torch.inf, torch.inf, torch.nan, -2.3, 0.0, 1.5])
+    _check(_self_equal, x, target=target)
+    from lowerkit import backend
+
+    torch._dynamo.reset()
+    got = torch.compile(_self_equal, backend=backend.backend, options={"target": target})(x)
+    for g, w in zip(got, _self_equal(x)):
+        assert torch.equal(g, w), (g, w)

@@ -18,6 +18,7 @@ PASSES = {
     "replace-empty-results": "empty_results",
     "fold-empty-cat": "empty_cat",
     "crop-negative-pad": "negative_pad",
+    "keep-nan-self-compare": "self_compare",
     "normalize-unit-slices": "unit_slices",
     "fold-empty-contractions": "empty_contractions",
     "widen-narrow-io": "narrow_io",
