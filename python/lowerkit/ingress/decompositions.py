@@ -224,6 +224,17 @@ def _gelu(x: torch.Tensor, approximate: str = "none") -> Any:
     return 0.5 * x * (1.0 + torch.tanh(inner))
 
 
+def _isfinite(x: torch.Tensor) -> Any:
+    """What aot_autograd already makes of it (torch-mlir has no lowering of ``aten.isfinite``,
+    which torch.export keeps): not NaN (``x == x``, kept so by ``keep-nan-self-compare``) and
+    not infinite; every integer is finite."""
+    if x.dtype.is_complex:
+        return NotImplemented
+    if not x.dtype.is_floating_point:
+        return torch.ones_like(x, dtype=torch.bool)
+    return (x == x) & (x.abs() != math.inf)
+
+
 def table() -> dict[Any, Callable]:
     """lowerkit's decompositions by op overload (empty with ``LOWERKIT_DECOMPOSITIONS=0``)."""
     if os.environ.get("LOWERKIT_DECOMPOSITIONS", "1") == "0":
@@ -236,4 +247,5 @@ def table() -> dict[Any, Callable]:
         aten.convolution.default: _conv_taps,
         aten._adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
         aten.gelu.default: _gelu,
+        aten.isfinite.default: _isfinite,
     }
