@@ -240,3 +240,11 @@ def test_x_equals_x_is_false_for_nan(target):
     got = torch.compile(_self_equal, backend=backend.backend, options={"target": target})(x)
     for g, w in zip(got, _self_equal(x)):
         assert torch.equal(g, w), (g, w)
+
+
+def test_pooling_with_a_one_element_kernel_tuple(target):
+    """``MaxPool2d(kernel_size=(6,))`` stands for 6x6; pad-pool-overhang read only one dim."""
+    x = torch.rand(2, 4, 20, 20) * 0.5 + 0.5
+    _check(torch.nn.MaxPool2d(kernel_size=(6,), stride=(2, 2), padding=(1, 1)), x, target=target)
+    _check(torch.nn.AvgPool2d(kernel_size=(3,), stride=(2, 2), padding=(1, 1), ceil_mode=True),
+           x, target=target)

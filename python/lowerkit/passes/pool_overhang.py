@@ -44,7 +44,9 @@ class _Windows:
     """Where the windows of a pooling lie along each spatial dim of its input."""
 
     def __init__(self, shape, out_shape, kernel, stride, padding, dilation):
-        n = len(kernel)
+        # a one-element list stands for every spatial dim (``MaxPool2d(kernel_size=(6,))``)
+        n = max(len(v) for v in (kernel, stride or kernel, padding, dilation))
+        kernel = list(kernel) * n if len(kernel) == 1 else list(kernel)
         self.n, self.lead = n, len(shape) - n
         self.kernel = kernel
         self.stride = list(stride or kernel)  # empty stride: the kernel
