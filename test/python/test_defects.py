@@ -248,3 +248,20 @@ def test_pooling_with_a_one_element_kernel_tuple(target):
     _check(torch.nn.MaxPool2d(kernel_size=(6,), stride=(2, 2), padding=(1, 1)), x, target=target)
     _check(torch.nn.AvgPool2d(kernel_size=(3,), stride=(2, 2), padding=(1, 1), ceil_mode=True),
            x, target=target)
+
+
+def _nearest_disagreeing_scales(v):
+    return torch._C._nn.upsample_nearest2d(v, output_size=[6, 10], scales_h=2.3, scales_w=4.7)
+
+
+def test_nearest_upsampling_whose_scales_disagree_with_its_size(target):
+    """PyTorch's decomposition (which aot_autograd applies) indexes past the input where eager
+    clamps: through torch.compile the result was read out of bounds."""
+    from lowerkit import backend
+
+    x = torch.rand(2, 3, 2, 2)
+    _check(_nearest_disagreeing_scales, x, target=target)
+    torch._dynamo.reset()
+    got = torch.compile(_nearest_disagreeing_scales, backend=backend.backend,
+                        options={"target": target, "strict": True})(x)
+    assert torch.equal(got, _nearest_disagreeing_scales(x))

@@ -235,6 +235,20 @@ def _isfinite(x: torch.Tensor) -> Any:
     return (x == x) & (x.abs() != math.inf)
 
 
+def _unsafe_index(x: torch.Tensor, indices: list) -> Any:
+    """``aten._unsafe_index`` with each index clamped to its dim's last element, then
+    ``aten.index``. PyTorch's own decomposition of ``upsample_nearest*`` (which aot_autograd
+    applies before any table) indexes with ``floor(i / scale)``, which passes the input's end
+    when the scales and the output size disagree; eager's kernel clamps
+    (``UpSampleNearest2dDynamicFactor`` of torch-mlir's e2e suite read past the input)."""
+    if any(i is not None and (i.dtype is torch.bool or i.dtype is torch.uint8)
+           for i in indices):
+        return NotImplemented
+    clamped = [None if i is None else torch.clamp(i, max=x.shape[d] - 1)
+               for d, i in enumerate(indices)]
+    return aten.index.Tensor(x, clamped)
+
+
 def table() -> dict[Any, Callable]:
     """lowerkit's decompositions by op overload (empty with ``LOWERKIT_DECOMPOSITIONS=0``)."""
     if os.environ.get("LOWERKIT_DECOMPOSITIONS", "1") == "0":
@@ -248,4 +262,5 @@ def table() -> dict[Any, Callable]:
         aten._adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
         aten.gelu.default: _gelu,
         aten.isfinite.default: _isfinite,
+        aten._unsafe_index.Tensor: _unsafe_index,
     }
