@@ -265,3 +265,21 @@ def test_nearest_upsampling_whose_scales_disagree_with_its_size(target):
     got = torch.compile(_nearest_disagreeing_scales, backend=backend.backend,
                         options={"target": target, "strict": True})(x)
     assert torch.equal(got, _nearest_disagreeing_scales(x))
+
+
+def _threshold_backward_mixed(grad, x):
+    return torch.ops.aten.threshold_backward(grad, x, 0.5)
+
+
+def test_threshold_backward_of_mixed_dtypes_promotes_as_eager(target):
+    """PyTorch's decomposition returned the int64 gradient's dtype; eager promotes to float32."""
+    from lowerkit import backend
+
+    grad, x = torch.randint(0, 20, (4, 5)), torch.rand(4, 5)
+    art = _check(_threshold_backward_mixed, grad, x, target=target)
+    assert art(grad, x).dtype == torch.float32
+    torch._dynamo.reset()
+    got = torch.compile(_threshold_backward_mixed, backend=backend.backend,
+                        options={"target": target})(grad, x)
+    want = _threshold_backward_mixed(grad, x)
+    assert got.dtype == want.dtype and torch.equal(got, want)

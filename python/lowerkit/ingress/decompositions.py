@@ -249,6 +249,15 @@ def _unsafe_index(x: torch.Tensor, indices: list) -> Any:
     return aten.index.Tensor(x, clamped)
 
 
+def _threshold_backward(grad: torch.Tensor, x: torch.Tensor, threshold: Any) -> Any:
+    """In the dtype eager gives, ``grad``'s and ``x``'s promoted: PyTorch's decomposition keeps
+    ``grad``'s (an int64 gradient of a float32 input came back int64 where eager gives
+    float32; torch-mlir's e2e ``ThresholdBackward2dMixedModule``)."""
+    dtype = torch.result_type(grad, x)
+    return torch.where(x <= threshold, torch.zeros((), dtype=dtype, device=grad.device),
+                       grad.to(dtype))
+
+
 def table() -> dict[Any, Callable]:
     """lowerkit's decompositions by op overload (empty with ``LOWERKIT_DECOMPOSITIONS=0``)."""
     if os.environ.get("LOWERKIT_DECOMPOSITIONS", "1") == "0":
@@ -263,4 +272,5 @@ def table() -> dict[Any, Callable]:
         aten.gelu.default: _gelu,
         aten.isfinite.default: _isfinite,
         aten._unsafe_index.Tensor: _unsafe_index,
+        aten.threshold_backward.default: _threshold_backward,
     }
