@@ -39,7 +39,9 @@ The stages, in torch-mlir's MLIR build:
 - ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
    which IREE takes as input;
 - ``fold-empty-contractions``: a matmul over a zero-length dimension is its zero init
-   (iree-compile crashes on it).
+   (iree-compile crashes on it);
+- ``round-f64-constants``: an f64 constant narrowed by ``truncf`` (a Python float argument)
+   as the narrow constant (IREE cannot lower that ``truncf`` once it hoists it).
 
 The fixes are lowerkit's own Python passes (python/lowerkit/passes/), each for a defect of
 IREE 3.13 met in real models; test/python/test_defects.py holds their regression tests.
@@ -80,6 +82,7 @@ def build_pipeline() -> Pipeline:
                 "torch-backend-to-linalg-on-tensors-backend-pipeline",
             ),
             registry.passes.get("fold-empty-contractions"),
+            registry.passes.get("round-f64-constants"),
         ],
         description="raw torch -> torch backend contract -> linalg on tensors",
     )

@@ -283,3 +283,14 @@ def test_threshold_backward_of_mixed_dtypes_promotes_as_eager(target):
                         options={"target": target})(grad, x)
     want = _threshold_backward_mixed(grad, x)
     assert got.dtype == want.dtype and torch.equal(got, want)
+
+
+def _float_step_arange(x):
+    return x + torch.arange(-1, 5, 1.3), torch.renorm(x.reshape(1, 5), 2, 0, 0.5)
+
+
+def test_python_float_arguments_narrowed_from_f64(target):
+    """A Python float becomes an f64 constant and a truncf, which IREE cannot lower once it
+    hoists it out of the dispatches (at every rung of the compile ladder)."""
+    art = _check(_float_step_arange, torch.rand(5), target=target)
+    assert art.compile_rung == "fast"

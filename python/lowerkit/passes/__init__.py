@@ -21,6 +21,7 @@ PASSES = {
     "keep-nan-self-compare": "self_compare",
     "normalize-unit-slices": "unit_slices",
     "fold-empty-contractions": "empty_contractions",
+    "round-f64-constants": "f64_constants",
     "widen-narrow-io": "narrow_io",
     # IREE's build (each module's BUILD): the target fixes (lowerkit.pipelines.target_fixes)
     "fence-reductions": "reduction_fence",
