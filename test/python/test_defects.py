@@ -294,3 +294,10 @@ def test_python_float_arguments_narrowed_from_f64(target):
     hoists it out of the dispatches (at every rung of the compile ladder)."""
     art = _check(_float_step_arange, torch.rand(5), target=target)
     assert art.compile_rung == "fast"
+
+
+@pytest.mark.parametrize("shape, k, dim, keepdim", [((6, 7), 3, 1, False), ((5, 300), 17, -1, True)])
+def test_kthvalue(shape, k, dim, keepdim, target):
+    """torch-mlir's kthvalue is a tm_tensor.topk whose region IREE rejects; lowerkit sorts."""
+    torch.manual_seed(0)
+    _check(lambda x: torch.kthvalue(x, k, dim, keepdim), torch.randn(*shape), target=target)

@@ -258,6 +258,20 @@ def _threshold_backward(grad: torch.Tensor, x: torch.Tensor, threshold: Any) -> 
                        grad.to(dtype))
 
 
+def _kthvalue(x: torch.Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+    """The k-th smallest as element k-1 of a sort: torch-mlir lowers ``kthvalue`` to a
+    ``tm_tensor.topk`` whose region IREE 3.13 rejects ("region block must end with a
+    linalg_ext.yield i1"; torch-mlir's e2e ``AtenKthvalue*``); a sort IREE takes, and along a
+    short dim `_sort` makes it data-parallel."""
+    if x.dim() == 0:
+        return NotImplemented
+    values, indices = torch.sort(x, dim=dim)
+    values, indices = values.narrow(dim, k - 1, 1), indices.narrow(dim, k - 1, 1)
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return values, indices
+
+
 def table() -> dict[Any, Callable]:
     """lowerkit's decompositions by op overload (empty with ``LOWERKIT_DECOMPOSITIONS=0``)."""
     if os.environ.get("LOWERKIT_DECOMPOSITIONS", "1") == "0":
@@ -273,4 +287,5 @@ def table() -> dict[Any, Callable]:
         aten.isfinite.default: _isfinite,
         aten._unsafe_index.Tensor: _unsafe_index,
         aten.threshold_backward.default: _threshold_backward,
+        aten.kthvalue.default: _kthvalue,
     }

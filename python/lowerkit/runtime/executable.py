@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.dlpack import to_dlpack
 
 from ..errors import LowerkitError, TargetError
 
@@ -115,22 +114,19 @@ class Executable:
     def invoke(self, tensors: list["torch.Tensor | int"], n_results: int) -> list[torch.Tensor]:
         """Call the program with tensors (and ints, for its scalar arguments).
 
-        On a host driver an aligned, contiguous CPU tensor crosses without a copy (DLPack:
-        IREE reads the tensor's own memory, which matters for weights passed at every call,
-        as the torch.compile backend does); any other input is copied. A result that comes
-        back over an input's memory (a program returning its argument) is copied, so that no
-        result ever aliases an input."""
+        Every input is copied into a buffer of IREE's: IREE may compute in place in an
+        argument's buffer (a sort of its input did), so handing it the caller's memory
+        (DLPack) would write into the caller's tensors; and a result may come back in an
+        argument's buffer, which is then lowerkit's copy, never the caller's tensor."""
         path = self._host_path
         rt, device, context, fn = self.loaded if path is None else path.pick()
         hal = _hal(rt)
         alloc = device.allocator.allocate_buffer_copy
         memory, usage, element_types = hal.memory, hal.usage, hal.element_types
-        host = self.driver.startswith("local-")
-        imported: list[torch.Tensor] | None = [] if host else None
         args = rt.VmVariantList(len(tensors))
         push = args.push_ref
         widen = self.widen
-        for t in tensors:  # ~1-2 µs an input: a small program's call is a few of these
+        for t in tensors:  # ~2 µs an input: a small program's call is a few of these
             if type(t) is int:  # a dynamic size (ScalarSpec)
                 args.push_int(t)
                 continue
@@ -140,10 +136,6 @@ class Executable:
                 t = t.to(widen[t.dtype])
             if not t.is_contiguous():
                 t = t.contiguous()
-            if host and t.data_ptr() % _HOST_ALIGNMENT == 0 and t.device.type == "cpu":
-                push(device.from_dlpack_capsule(to_dlpack(t)))
-                imported.append(t)
-                continue
             if t.dtype is torch.bfloat16:
                 arr = t.view(torch.int16).numpy().view(np.uint16)
             else:
@@ -160,9 +152,8 @@ class Executable:
         except Exception as e:
             raise LowerkitError(f"the compiled program failed at run time on '{self.driver}': {e}") from e
         view = rt.HalBufferView
-        if host:  # host memory: the tensors alias IREE's buffers
-            out = [_host_tensor(rt, results.get_as_object(i, view)) for i in range(n_results)]
-            return _unaliased(out, imported) if imported else out
+        if self.driver.startswith("local-"):  # host memory: the tensors alias IREE's buffers
+            return [_host_tensor(rt, results.get_as_object(i, view)) for i in range(n_results)]
         return [self._to_torch(rt, device, results.get_as_object(i, view))
                 for i in range(n_results)]
 
@@ -180,24 +171,6 @@ class Executable:
             np_dtype = np.dtype(np.uint8)
         t = torch.from_numpy(_read(rt, device, bv, np_dtype, shape))
         return t.view(dtype) if dtype in (torch.bfloat16, torch.bool) else t
-
-
-# IREE's heap buffers take host memory of this alignment without a copy (torch's CPU allocator
-# aligns storages to it; a view at an offset may not be)
-_HOST_ALIGNMENT = 64
-
-
-def _unaliased(results: list[torch.Tensor], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    """``results`` with a copy of each one lying in an input's memory."""
-    spans = [(t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in inputs]
-    out = []
-    for r in results:
-        start = r.data_ptr()
-        end = start + r.numel() * r.element_size()
-        if r.numel() and any(start < e and s < end for s, e in spans):
-            r = r.clone()
-        out.append(r)
-    return out
 
 
 class _Hal:
