@@ -298,6 +298,23 @@ def test_python_float_arguments_narrowed_from_f64(target):
 
 @pytest.mark.parametrize("shape, k, dim, keepdim", [((6, 7), 3, 1, False), ((5, 300), 17, -1, True)])
 def test_kthvalue(shape, k, dim, keepdim, target):
-    """torch-mlir's kthvalue is a tm_tensor.topk whose region IREE rejects; lowerkit sorts."""
+    """torch-mlir's kthvalue is a tm_tensor.topk whose region IREE rejects; lowerkit sorts
+    (on Vulkan, a sort longer than 256 is refused: see the next test)."""
     torch.manual_seed(0)
-    _check(lambda x: torch.kthvalue(x, k, dim, keepdim), torch.randn(*shape), target=target)
+    fn, x = (lambda x: torch.kthvalue(x, k, dim, keepdim)), torch.randn(*shape)
+    if target.startswith("vulkan") and shape[dim] > 256:
+        with pytest.raises(lowerkit.UnsupportedError, match="refused on Vulkan"):
+            lowerkit.compile(fn, (x,), target=target)
+        return
+    _check(fn, x, target=target)
+
+
+def test_long_sorts_are_refused_on_vulkan_not_answered_wrong():
+    """IREE's SPIR-V sort left rows of 300 unsorted (lavapipe), silently: refused, with the
+    user's line; 256 and shorter sort right."""
+    x = torch.randn(5, 300)
+    with pytest.raises(lowerkit.UnsupportedError) as caught:
+        lowerkit.compile(lambda v: torch.sort(v, dim=-1), (x,), target="vulkan:llvmpipe")
+    assert "refused on Vulkan" in str(caught.value) and "test_defects.py" in str(caught.value)
+    for n in (200, 256):  # sorted data-parallel by lowerkit's decomposition
+        _check(lambda v: torch.sort(v, dim=-1), torch.randn(5, n), target="vulkan:llvmpipe")

@@ -28,4 +28,5 @@ PASSES = {
     "guard-zero-divisors": "zero_divisor",
     "fence-pad-sources": "pad_fence",
     "fence-strided-slices": "strided_slice_fence",
+    "refuse-long-sorts": "sort_guard",
 }

@@ -130,7 +130,8 @@ def scan_stage(stage: Any, module: Any, first: StageError | None = None) -> tupl
 # custom op with no lowering registered (`custom_ops`). A known op that a conversion fails on
 # is not among them: that is a gap or a bug, a plain `StageError`.
 _REFUSAL = re.compile(r"failed to legalize operation 'torch\.operator'|"
-                      r"custom op '[\w.:]+' has no lowering")
+                      r"custom op '[\w.:]+' has no lowering|"
+                      r"'[\w.]+' along .* is refused on ")
 
 
 def is_refusal(diagnostics: list[Diagnostic]) -> bool:
