@@ -21,7 +21,7 @@ Per test, in a worker:
    too (``fail_on_recompile_limit_hit``), so nothing falls back to eager unseen.
    ``--via compile``: ``lowerkit.compile(module, first_inputs, target="cpu",
    dynamic_shapes=...)`` with every ``-1`` of the suite's ``annotate_args`` as
-   ``torch.export.Dim.AUTO``; the artifact is then called on every trace item's inputs.
+   ``torch.export.Dim.AUTO`` (``--dynamic static``: none); the artifact is then called on every trace item's inputs.
 3. outputs compared with the suite's ``reporting.TraceItemReport`` (rtol 1e-3, atol 1e-7,
    equal NaNs, exact shapes, dtypes and ints).
 
@@ -329,7 +329,13 @@ def classify_error(exc: BaseException) -> tuple[str, str]:
                     stage = "call-signature"
                 else:
                     stage = "lowerkit"
-            return stage, _first_line(msg)
+            line = _first_line(msg)
+            diags = getattr(e, "diagnostics", None) or []
+            if diags:
+                # the first error on an op says more than the count in the summary line
+                first = re.sub(r"^\S+:\d+(:\d+)?: ", "", _first_line(str(diags[0]), 400))
+                line = f"{line} | {first}"
+            return stage, line
     text = "\n".join(str(e) for e in chain)
     root = chain[-1]
     line = f"{type(root).__name__}: {_first_line(str(root))}"
@@ -401,13 +407,14 @@ def _resolve(module: Any, symbol: str) -> Any:
     return obj
 
 
-def _dynamic_shapes(method: Callable, inputs: list) -> tuple | None:
+def _dynamic_shapes(method: Callable, inputs: list, mode: str = "auto") -> tuple | None:
     """torch.export's ``dynamic_shapes`` from the suite's ``annotate_args``: each ``-1`` dim of
-    a tensor argument as ``Dim.AUTO`` (dynamic unless the program needs it static)."""
+    a tensor argument as ``Dim.AUTO`` (dynamic unless the program needs it static); None for
+    ``mode == "static"``."""
     import torch
 
     annotations = getattr(method, "_torch_mlir_arg_annotations", None)
-    if not annotations:
+    if not annotations or mode == "static":
         return None
     specs, any_dynamic = [], False
     for i, value in enumerate(inputs):
@@ -427,6 +434,7 @@ class Worker:
     suite: Suite
     via: str
     check_export: bool
+    dynamic: str = "auto"
 
     def run(self, name: str, phase: Callable[..., None] = lambda *a, **k: None) -> dict:
         """One test's record; ``phase(name, partial=None)`` is told where it is (the parent's
@@ -521,7 +529,7 @@ class Worker:
                 method = module.forward if item.symbol == "forward" else fn
                 arts[item.symbol] = lowerkit.compile(
                     fn, tuple(_clone(item.inputs)), target="cpu",
-                    dynamic_shapes=_dynamic_shapes(method, item.inputs))
+                    dynamic_shapes=_dynamic_shapes(method, item.inputs, self.dynamic))
             with torch.no_grad():
                 out = arts[item.symbol](*_clone(item.inputs))
             actual.append(types.SimpleNamespace(symbol=item.symbol, output=_clone(out)))
@@ -564,7 +572,7 @@ def worker_main(args) -> int:
     import lowerkit.backend  # noqa: F401 - fails here, not in the first test, if broken
 
     suite = load_suite(args.torch_mlir)
-    worker = Worker(suite, args.via, args.check_export)
+    worker = Worker(suite, args.via, args.check_export, args.dynamic)
     proto.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     for line in sys.stdin:
         name = line.strip()
@@ -599,7 +607,8 @@ class WorkerProcess:
         self.log_path = log_dir / f"worker-{index:03d}.log"
         self.log = open(self.log_path, "w+b")
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker",
-               "--torch-mlir", str(args.torch_mlir), "--via", args.via, "--jobs", str(args.jobs)]
+               "--torch-mlir", str(args.torch_mlir), "--via", args.via, "--jobs", str(args.jobs),
+               "--dynamic", args.dynamic]
         if args.check_export:
             cmd.append("--check-export")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -870,6 +879,7 @@ def run_meta(args, suite: Suite, names: list[str], seconds: float) -> dict:
         "sample": args.sample,
         "seed": args.seed,
         "check_export": args.check_export,
+        "dynamic": args.dynamic if args.via == "compile" else None,
         "tests_selected": len(names),
         "tests_in_suite": len(suite.tests),
         "suite_modules_not_loaded": suite.unloaded,
@@ -977,6 +987,9 @@ def parse_args(argv=None):
     p.add_argument("--torch-mlir", default=os.environ.get(ENV_TORCH_MLIR),
                    help=f"folder holding projects/pt1/python of torch-mlir (or ${ENV_TORCH_MLIR})")
     p.add_argument("--via", choices=("backend", "compile"), default="backend")
+    p.add_argument("--dynamic", choices=("auto", "static"), default="auto",
+                   help="--via compile: annotate_args' -1 dims as torch.export.Dim.AUTO (auto, "
+                   "the default) or compile for the first call's shapes (static)")
     p.add_argument("--filter", help="only tests whose name matches this regex (re.search)")
     p.add_argument("--sample", type=int, help="a reproducible random sample of N tests")
     p.add_argument("--seed", type=int, default=0)
@@ -1029,6 +1042,8 @@ def main(argv=None) -> int:
         args.log_dir = str(Path(tmp) / "logs")
     console.print(f"{len(names)} tests via {args.via}, {args.jobs} workers, timeout "
                   f"{args.timeout:g} s; logs in {args.log_dir}")
+    # provenance as the workers start (lowerkit's tree may change while the run goes on)
+    meta = run_meta(args, suite, names, 0.0)
     results: list[dict] = []
     counts = collections.Counter()
     start = time.monotonic()
@@ -1060,7 +1075,7 @@ def main(argv=None) -> int:
     results.sort(key=lambda r: r["name"])
     summary = summarize(results)
     print_report(console, results, summary)
-    meta = run_meta(args, suite, names, seconds)
+    meta["wall_seconds"] = round(seconds, 1)
     if args.json:
         out = Path(args.json)
         out.parent.mkdir(parents=True, exist_ok=True)
