@@ -306,10 +306,28 @@ def _tb_files(exc: BaseException) -> list[str]:
     return [f.filename for f in traceback.extract_tb(exc.__traceback__)]
 
 
+_OWNERS = (("/lowerkit/", "lowerkit-unwrapped"), ("/torch/_functorch/", "aot_autograd"),
+           ("/torch/_dynamo/", "dynamo"))
+_PASS_THROUGH = ("/torch/_dynamo/eval_frame.py", "/torch/_compile.py",
+                 "/torch/_dynamo/external_utils.py")
+
+
+def _deepest_owner(files: list[str]) -> str | None:
+    """The stage of the deepest frame that lowerkit, aot_autograd or Dynamo owns."""
+    for f in reversed([f.replace(os.sep, "/") for f in files]):
+        if any(f.endswith(p) for p in _PASS_THROUGH):
+            continue
+        for part, owner in _OWNERS:
+            if part in f:
+                return owner
+    return None
+
+
 def classify_error(exc: BaseException) -> tuple[str, str]:
     """(stage, first line) of a failure: lowerkit's stage where lowerkit raised (its stage
     errors say ``stage 'X' failed``; iree-compile is a stage of its own; a program that fails at
-    run time is ``runtime``), else ``aot_autograd`` or ``dynamo`` for torch.compile's front end,
+    run time is ``runtime``); else whose code raised it: ``lowerkit-unwrapped`` (an exception
+    that is not a LowerkitError out of lowerkit's code), ``aot_autograd`` or ``dynamo``;
     else ``other``."""
     chain = _chain(exc)
     for e in chain:
@@ -344,21 +362,15 @@ def classify_error(exc: BaseException) -> tuple[str, str]:
         return m.group(1), _first_line(text[m.start():])
     if "iree-compile" in text:
         return "iree-compile", line
-    files = [f for e in chain for f in _tb_files(e)]
-    deepest = _tb_files(root)
-    norm = lambda fs: [f.replace(os.sep, "/") for f in fs]  # noqa: E731
-    if any("/lowerkit/" in f for f in norm(deepest)):
-        return "lowerkit", line
-    if any("/torch/_functorch/" in f for f in norm(deepest)):
-        return "aot_autograd", line
-    if any(type(e).__module__.startswith("torch._dynamo") for e in chain) or any(
-            "/torch/_dynamo/" in f for f in norm(files)):
-        # Dynamo wraps the backend's failures; aot_autograd's own show in the frames
-        if any("/torch/_functorch/" in f for f in norm(files)):
-            return "aot_autograd", line
+    # Not lowerkit's own error: whose code raised it is the deepest frame of lowerkit,
+    # aot_autograd (torch/_functorch) or Dynamo, Dynamo's disable wrappers not counted
+    # (an op run under aot_autograd passes through them).
+    for e in reversed(chain):
+        owner = _deepest_owner(_tb_files(e))
+        if owner is not None:
+            return owner, line
+    if any((type(e).__module__ or "").startswith("torch._dynamo") for e in chain):
         return "dynamo", line
-    if any("/torch/_functorch/" in f for f in norm(files)):
-        return "aot_autograd", line
     return "other", line
 
 
@@ -366,8 +378,9 @@ def decide_outcome(error: BaseException | None, failures: list[str] | None,
                    graphs: list[dict] | None) -> tuple[str, str | None, str | None]:
     """(outcome, stage, reason) of a test whose eager run worked: an exception is an error at
     its stage; any failure of the comparison a mismatch; a graph that ran eagerly a fallback;
-    a match with no lowerkit graph at all (``graphs == []``; None when not counted, as for
-    ``lowerkit.compile``) is no-graph. Only what remains passes."""
+    a match where no ATen op reached lowerkit (``graphs == []``, or only graphs without a
+    call; None when not counted, as for ``lowerkit.compile``) is no-graph. Only what remains
+    passes."""
     if error is not None:
         stage, line = classify_error(error)
         return "error", stage, line
@@ -379,6 +392,9 @@ def decide_outcome(error: BaseException | None, failures: list[str] | None,
             return "fallback", "backend", _first_line(eager[0].get("reason") or "ran eagerly")
         if not graphs:
             return "no-graph", "dynamo", "Dynamo gave lowerkit no graph: nothing was lowered"
+        if all(g.get("ops", 1) == 0 for g in graphs):
+            return "no-graph", "dynamo", ("Dynamo gave lowerkit only graphs without an ATen op: "
+                                          "nothing was lowered")
     return "pass", None, None
 
 
@@ -981,6 +997,34 @@ def print_report(console, results: list[dict], summary: dict) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+def rejudge(args, console) -> int:
+    """``--rejudge``: a stored run's pass / no-graph / fallback records judged again from their
+    graph records (the rules of `decide_outcome` may have changed since the run)."""
+    stored = json.loads(Path(args.rejudge).read_text())
+    results = stored["results"]
+    changed = 0
+    for r in results:
+        if r["outcome"] in ("pass", "no-graph", "fallback") and "graphs" in r:
+            outcome, stage, reason = decide_outcome(None, [], r["graphs"])
+            if outcome == "no-graph" and r.get("graph_breaks"):
+                reason = f"{reason}; graph break: {r['graph_breaks'][0]}"
+            changed += outcome != r["outcome"]
+            r.update(outcome=outcome, stage=stage, reason=reason)
+    summary = summarize(results)
+    meta = dict(stored["meta"], rejudged={
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]), "changed": changed})
+    print_report(console, results, summary)
+    console.print(f"{changed} outcomes changed")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"meta": meta, "summary": summary,
+                                               "groups": failure_groups(results),
+                                               "results": results}, indent=1, default=str) + "\n")
+    if args.expectations:
+        write_expectations(Path(args.expectations), results, summary, meta)
+    return 0
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1007,10 +1051,13 @@ def parse_args(argv=None):
                    help="start a fresh worker after this many tests (bounds memory growth)")
     p.add_argument("--suite-commit", help="the torch-mlir commit the suite came from, for the "
                    "records (default: git rev-parse in --torch-mlir, where it is a checkout)")
+    p.add_argument("--rejudge", metavar="JSON", help="no run: the outcomes of a stored run's "
+                   "records judged again by this file's rules (pass, no-graph, fallback only: "
+                   "they depend on the graph records), written to --json / --expectations")
     p.add_argument("--quiet", action="store_true", help="no per-test lines, the summary only")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if not args.torch_mlir:
+    if not args.torch_mlir and not args.rejudge:
         p.error(f"--torch-mlir (or ${ENV_TORCH_MLIR}) is required")
     return args
 
@@ -1026,6 +1073,8 @@ def main(argv=None) -> int:
                                TimeElapsedColumn, TimeRemainingColumn)
 
     console = Console(width=None if sys.stdout.isatty() else 200)
+    if args.rejudge:
+        return rejudge(args, console)
     suite = load_suite(args.torch_mlir)
     names = select_tests(suite.tests, args.filter, args.sample, args.seed)
     if args.list:

@@ -96,6 +96,17 @@ def test_error_stages():
     assert (outcome, stage) == ("error", "other")
 
 
+def test_the_deepest_owner_of_a_foreign_exception_is_its_stage():
+    lk, fn, dyn = "/x/lowerkit/backend.py", "/v/torch/_functorch/aot_autograd.py", "/v/torch/_dynamo/x.py"
+    wrapper, op = "/v/torch/_dynamo/eval_frame.py", "/v/torch/_ops.py"
+    # lowerkit's backend calls aot_autograd, which fails (through Dynamo's disable wrapper)
+    assert e2e._deepest_owner([dyn, lk, fn, wrapper, op]) == "aot_autograd"
+    # aot_autograd calls lowerkit's compiler, whose own code raises a foreign exception
+    assert e2e._deepest_owner([dyn, lk, fn, lk, op]) == "lowerkit-unwrapped"
+    assert e2e._deepest_owner([dyn, op]) == "dynamo"
+    assert e2e._deepest_owner([op]) is None
+
+
 def test_selection_is_reproducible():
     names = [f"T{i}" for i in range(50)]
     a = e2e.select_tests(names, sample=10, seed=3)
