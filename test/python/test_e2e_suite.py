@@ -195,11 +195,6 @@ def test_subset_passes(options, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "lowerkit.compile with torch.export.Dim.AUTO: ingress/importer.py's _dim_names names every "
-    "AUTO dim 'DimHint(AUTO)', so the call signature takes all of them for one size and refuses "
-    "the very inputs it was compiled with ('input 0 has shape [4, 2], expected "
-    "tensor[DimHint(AUTO), DimHint(AUTO)] ... DimHint(AUTO)=4')"))
 def test_subset_passes_compiled_with_dynamic_dims(tmp_path):
     results = _run_subset(_checkout(), tmp_path, "--via", "compile", "--dynamic", "auto")
     assert not _not_passed(results), _not_passed(results)

@@ -47,3 +47,19 @@ def test_saved_artifact_runs_after_load(tmp_path):
     assert loaded.target == art.target
     assert [r.name for r in loaded.records] == [r.name for r in art.records]
     assert compare(loaded(*args), fn(*args)).ok
+
+
+def test_dim_auto_dims_are_each_their_own_size():
+    """Dim.AUTO names nothing: each dynamic dim keeps torch.export's symbol (all were named
+    "DimHint(AUTO)", one size, and the compiled inputs themselves were refused)."""
+    from torch.export import Dim
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(2, 3)
+    fn = lambda x, y: (linear(x), y * 2)  # noqa: E731
+    art = lowerkit.compile(fn, (torch.randn(4, 2), torch.randn(5, 7)),
+                           dynamic_shapes=({0: Dim.AUTO}, {0: Dim.AUTO, 1: Dim.AUTO}))
+    for n in (4, 6):
+        x, y = torch.randn(n, 2), torch.randn(n + 1, 3)
+        with torch.no_grad():
+            assert compare(art(x, y), fn(x, y)).ok

@@ -177,10 +177,13 @@ def _leaf_dynamic_specs(args: tuple, kwargs: dict, dynamic_shapes: Any, fn: Call
 
 
 def _dim_names(spec: Any) -> dict[int, str]:
+    """The user's names of an input's dynamic dims (``Dim("batch")``); a hint such as
+    ``Dim.AUTO`` names nothing: its dim keeps torch.export's own symbol (``s0``), one per size
+    (naming every AUTO dim "DimHint(AUTO)" made them all one size)."""
     if spec is None:
         return {}
     items = spec.items() if isinstance(spec, dict) else enumerate(spec)
-    return {i: getattr(d, "__name__", str(d)) for i, d in items if d is not None}
+    return {i: d.__name__ for i, d in items if d is not None and hasattr(d, "__name__")}
 
 
 def _keep_frames_of(fn: Callable) -> None:
