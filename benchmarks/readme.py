@@ -254,6 +254,33 @@ def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> st
             + provenance(paths[1], after["meta"]))
 
 
+# -- e2e_suite.py --json ---------------------------------------------------------------------------
+def render_e2e(data: dict, path: str) -> str:
+    """torch-mlir's e2e suite through lowerkit: the counts by outcome and the errors by stage."""
+    summary = data["summary"]
+    by = summary["by_outcome"]
+    via = data["meta"].get("via", "backend")
+    lines = [f"| torch-mlir e2e suite via `{via}` | tests |", "| --- | ---: |",
+             f"| in the suite | {summary['total']} |",
+             f"| eager run fails (not counted) | {by.get('eager-fails', 0)} |",
+             f"| **pass**: matches eager, every graph in lowerkit | **{by.get('pass', 0)}** "
+             f"(**{_num(100 * summary['pass_rate'])} %** of {summary['denominator']}) |",
+             f"| no graph: matches, but Dynamo handed lowerkit no ATen op | {by.get('no-graph', 0)} |",
+             f"| mismatch (a wrong answer) | {by.get('mismatch', 0)} |",
+             f"| error (a clear exception; by stage below) | {by.get('error', 0)} |",
+             f"| timeout / crash / ran eagerly | {by.get('timeout', 0)} / {by.get('crash', 0)} / "
+             f"{by.get('fallback', 0)} |"]
+    stages = ", ".join(f"{k} {v}" for k, v in sorted(summary["errors_by_stage"].items(),
+                                                    key=lambda kv: -kv[1]))
+    guard = summary.get("guard_on_data_dependent") or {}
+    extra = [f"Errors by stage: {stages}."]
+    if guard:
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(guard.get("by_outcome", {}).items()))
+        extra.append(f"`torch.export` refuses {guard['count']} of these tests with "
+                     f"`GuardOnDataDependentSymNode`; through the backend: {outcomes}.")
+    return "\n".join(lines) + "\n\n" + " ".join(extra) + "\n\n" + provenance(path, data["meta"])
+
+
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
@@ -288,6 +315,12 @@ BLOCKS: dict[str, Block] = {
          " --json benchmarks/results/tool-startup-before.json",
          ".venv/bin/python benchmarks/tool_startup.py --lit --json benchmarks/results/tool-startup.json"),
         render_tool_startup),
+    "e2e-backend": Block(
+        ("e2e-backend.json",),
+        (".venv/bin/python benchmarks/e2e_suite.py --torch-mlir TORCH_MLIR_CHECKOUT --via backend"
+         " --jobs 2 --check-export --json benchmarks/results/e2e-backend.json"
+         " --expectations test/e2e/expectations_backend.py",),
+        render_e2e),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),
