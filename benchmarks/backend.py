@@ -137,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
                                      "dynamo")),
                       f"{r['backend_vs_lowerkit']:.2f}", f"{r['frozen_vs_lowerkit']:.2f}",
                       f"{r['frozen_vs_eager']:.2f}×",
-                      f"{ran.count('lowerkit')}/{ran.count('eager')}",
+                      f"{ran.count('lowerkit')}/{ran.count('eager')}"
+                      + (f" (frozen {frozen.count('lowerkit')}/{frozen.count('eager')})"
+                         if (frozen := [g["ran"] for g in r["frozen_graphs"]]) != ran else ""),
                       f"{r['compile_cold_s'].get('backend', float('nan')):.2f} / "
                       f"{r['compile_cached_s'].get('backend', float('nan')):.2f}")
     Console(width=200).print(table)

@@ -227,6 +227,8 @@ def render_backend(data: dict, path: str) -> str:
             + f" | {_num(r.get('backend_vs_lowerkit'))} | {_num(r.get('frozen_vs_lowerkit'))}"
             + f" | {_num(r.get('frozen_vs_eager'))}×"
             + f" | {ran.count('lowerkit')} / {ran.count('eager')}"
+            + (f", frozen {frozen.count('lowerkit')} / {frozen.count('eager')}"
+               if (frozen := [g["ran"] for g in r.get("frozen_graphs", [])]) != ran else "")
             + f" | {_num(r['compile_cold_s'].get('backend'))} / {_num(r['compile_cached_s'].get('backend'))} |")
     models = data["models"]
     lines.append(f"| **geomean, {len(models)} models** | | | | | | | "

@@ -386,3 +386,27 @@ def test_freeze_keeps_what_needs_gradients_or_is_mutated():
     (record,) = backend.graphs()
     assert record.ran == "lowerkit" and record.frozen == 6  # Linear weights, biases; BN affine
     assert len(record.artifact.signature.tensor_inputs) == 4  # x, BN statistics and count
+
+
+class TiedWeights(torch.nn.Module):
+    """An output layer sharing the embedding's weight (GPT-2's): one constant, two uses."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(16, 8)
+        self.head = torch.nn.Linear(8, 16, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids):
+        return self.head(self.embed(ids))
+
+
+def test_freeze_takes_a_weight_used_twice():
+    """torch-mlir's importer bound a constant at each use and failed at the second."""
+    torch.manual_seed(0)
+    model, ids = TiedWeights(), torch.tensor([[1, 2, 3]])
+    with torch.no_grad():
+        got = torch.compile(model, backend=backend.backend,
+                            options={"freeze": True, "strict": True})(ids)
+        assert compare(got, model(ids)).ok
+    assert [(r.ran, r.frozen) for r in backend.graphs()] == [("lowerkit", 1)]

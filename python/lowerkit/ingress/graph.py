@@ -99,6 +99,26 @@ def _canonicalize(graph: torch.fx.Graph) -> None:
     graph.eliminate_dead_code()  # the sym_size nodes only the expands used
 
 
+def _read_constants_once(graph: torch.fx.Graph) -> None:
+    """A constant (``get_attr``) used more than once is read once, through a ``clone`` that
+    torch-mlir folds away: its FX importer (20261001) binds a ``get_attr`` at each use and
+    asserts "Node already has a value" at the second, which every frozen weight used twice
+    hit (GPT-2's embedding tied to its output layer)."""
+    for node in list(graph.nodes):
+        if node.op != "get_attr":
+            continue
+        uses: list[torch.fx.Node] = []
+        for user in node.users:
+            torch.fx.node.map_arg((user.args, user.kwargs),
+                                  lambda a: uses.append(a) if a is node else None)
+        if len(uses) < 2:
+            continue
+        with graph.inserting_after(node):
+            read = graph.call_function(torch.ops.aten.clone.default, (node,))
+        read.meta.update(node.meta)
+        node.replace_all_uses_with(read, delete_user_cb=lambda user: user is not read)
+
+
 def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> ImportedProgram:
     """``gm`` (a functional ATen graph of ``aot_autograd``) in torch-mlir's torch dialect."""
     from torch_mlir import ir
@@ -117,6 +137,7 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Imp
     # the tensors only.
     graph.output(tuple(n for n, v in zip(outputs, values) if isinstance(v, torch.Tensor)))
     _canonicalize(graph)  # after the output: dead code elimination keeps what it returns
+    _read_constants_once(graph)
     symbols = _symbols(example_inputs)
     out_leaves: list[Leaf] = [
         Constant(None) if v is None
