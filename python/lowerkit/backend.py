@@ -134,10 +134,10 @@ def _freezable(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[
 
 
 def _as_module_state(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
-                     positions: list[int]) -> tuple[torch.fx.GraphModule, list[Any]]:
+                     positions: list[int]) -> torch.fx.GraphModule:
     """A copy of ``gm`` holding the inputs at ``positions`` as its buffers, which
-    ``aot_autograd`` lifts as its parameters (`_constants_for` then compiles them in), and the
-    other inputs. ``gm`` itself is left alone: Dynamo reads its placeholders to call it."""
+    ``aot_autograd`` lifts as its parameters (`_constants_for` then compiles them in).
+    ``gm`` itself is left alone: Dynamo reads its placeholders to call it."""
     graph, copied = torch.fx.Graph(), {}
     graph.output(graph.graph_copy(gm.graph, copied))
     for old, new in copied.items():  # what aot_autograd reads of Dynamo's inputs
@@ -158,7 +158,7 @@ def _as_module_state(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         node.replace_all_uses_with(attr)
         graph.erase_node(node)
     frozen.recompile()
-    return frozen, [v for i, v in enumerate(example_inputs) if i not in set(positions)]
+    return frozen
 
 
 def _constants_for(g: torch.fx.GraphModule) -> list[int] | None:
@@ -199,14 +199,14 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
             return call
         return compile_one
 
-    traced, inputs = _as_module_state(gm, example_inputs, frozen) if frozen else \
-        (gm, example_inputs)
-    compiled = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                            inference_compiler=compiler("inference"),
-                            decompositions=decomposition_table())(traced, inputs)
+    aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                       inference_compiler=compiler("inference"),
+                       decompositions=decomposition_table())
     if not frozen:
-        return compiled
+        return aot(gm, example_inputs)
     kept_inputs = [i for i in range(len(example_inputs)) if i not in set(frozen)]
+    compiled = aot(_as_module_state(gm, example_inputs, frozen),
+                   [example_inputs[i] for i in kept_inputs])
 
     def call_frozen(*args: Any) -> Any:
         return compiled(*[args[i] for i in kept_inputs])
