@@ -171,8 +171,18 @@ FAULTS = [
     Fault("no-gelu-fix", "lowerkit's decompositions off: GELU(tanh) with torch-mlir's 0.797724",
           ["test/python/test_decompositions.py::test_gelu_matches_eager_at_f32s_tolerance[tanh]"],
           env={"LOWERKIT_DECOMPOSITIONS": "0"}),
+    Fault("cpu-unchecked", "an artifact for CPU features this host lacks is loaded unchecked",
+          ["test/python/test_cpu_targets.py::test_an_artifact_for_features_this_host_lacks_is_refused_also_after_save",
+           "test/python/test_cpu_targets.py::test_zoo_model_on_a_named_cpu[simple_cnn-sapphirerapids]"],
+          "python/lowerkit/runtime/artifact.py", "            self.check_cpu()\n", ""),
+    Fault("cpu-not-saved", "Artifact.save forgets the CPU features it was compiled for",
+          ["test/python/test_cpu_targets.py::test_an_artifact_for_features_this_host_lacks_is_refused_also_after_save"],
+          "python/lowerkit/runtime/artifact.py", '            "cpu": self.cpu,\n', ""),
+    Fault("cpu-flag-names", "LLVM's feature names compared with /proc/cpuinfo as they are",
+          ["test/python/test_cpu_targets.py::test_missing_features_are_named_in_llvm_terms"],
+          "python/lowerkit/runtime/cpu_features.py", "f in CPUINFO and CPUINFO[f] not in flags]",
+          "f in CPUINFO and f not in flags]"),
 ]
-
 
 def run(fault: Fault) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""

@@ -22,7 +22,7 @@ from .stages.dump import DumpInstrument, fx_op_histogram
 from .stages.instrument import Instrument
 from .stages.pipeline import Pipeline
 from .stages.stage import StageRecord
-from .target import Target
+from .target import Target, llvmcpu_flags, resolve_host_cpu
 
 DEFAULT_PIPELINE = "torch-to-linalg"
 
@@ -163,4 +163,7 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
         dump.add_compile(result)
     art = Artifact(result.vmfb, target, imported.signature, records, device)
     art.compile_stats = compiler.statistics(result)
+    if "llvm-cpu" in target.backend.split("+"):  # what the CPU code may use, checked at load
+        resolved = resolve_host_cpu(llvmcpu_flags([*target.flags, *iree_flags]))
+        art.cpu = {k: resolved[k] for k in ("cpu", "cpu_features") if k in resolved}
     return art

@@ -142,18 +142,23 @@ _TARGET_FIELD = re.compile(r'\b(cpu|cpu_features|target_triple|data_layout) = "(
 def host_dependent_cpu_flags(flags: Iterable[str]) -> tuple[str, ...]:
     """The ``--iree-llvmcpu-target-*`` flags among ``flags`` when one of them says ``host``
     (the code then depends on the machine that compiles it); empty otherwise."""
-    cpu_flags = tuple(f for f in flags if f.startswith(_LLVMCPU_FLAG))
+    cpu_flags = llvmcpu_flags(flags)
     if any(f.split("=", 1)[-1] == HOST for f in cpu_flags):
         return cpu_flags
     return ()
 
 
+def llvmcpu_flags(flags: Iterable[str]) -> tuple[str, ...]:
+    """The ``--iree-llvmcpu-target-*`` flags among ``flags`` (what decides the CPU code)."""
+    return tuple(f for f in flags if f.startswith(_LLVMCPU_FLAG))
+
+
 @functools.lru_cache(maxsize=None)
 def resolve_host_cpu(cpu_flags: tuple[str, ...] = (f"{_LLVMCPU_FLAG}cpu={HOST}",)) -> dict:
-    """What iree-compile makes of ``host`` under ``cpu_flags``: the LLVM CPU name, its
-    features, triple and data layout, read off the executable target it builds for a one-op
-    module (the same resolution its real compiles do). About 0.25 s of iree-compile, so
-    cached per process."""
+    """What iree-compile makes of ``cpu_flags`` (``host`` or a named CPU): the LLVM CPU name,
+    its features, triple and data layout, read off the executable target it builds for a
+    one-op module (the same resolution its real compiles do). About 0.25 s of iree-compile,
+    so cached per process."""
     from iree.compiler.tools.binaries import find_tool
 
     cmd = [find_tool("iree-compile"), "-", "--compile-to=preprocessing",

@@ -19,11 +19,12 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from ..errors import LowerkitError
+from ..errors import LowerkitError, TargetError
 from ..ingress.signature import CallSignature
 from ..ir import Build
 from ..stages.stage import StageRecord
 from ..target import Target
+from . import cpu_features
 from .executable import DeviceTensor, Executable, invoke_resident, wide_dtypes
 
 FORMAT_VERSION = 1
@@ -36,6 +37,8 @@ class Artifact:
     compile_stats: dict | None = None
     # True when the compile cache returned this artifact instead of compiling (`lowerkit.cache`)
     cache_hit: bool = False
+    # the LLVM CPU its CPU code was compiled for: {"cpu": name, "cpu_features": "+avx2,..."}
+    cpu: dict | None = None
 
     def __init__(
         self,
@@ -61,6 +64,7 @@ class Artifact:
     @property
     def executable(self) -> Executable:
         if self._executable is None:
+            self.check_cpu()
             self._executable = Executable(self.vmfb, self.driver,
                                           widen=wide_dtypes(self.target.storage_bits))
         return self._executable
@@ -78,11 +82,26 @@ class Artifact:
         return [o.to(d) if o.dtype is not d and o.dtype.itemsize > d.itemsize else o
                 for o, d in zip(outputs, self._result_dtypes)]
 
+    def check_cpu(self) -> None:
+        """Raise `TargetError` when this artifact runs on the CPU and was compiled for features
+        this host lacks: IREE would load it and die of an illegal instruction."""
+        if self.cpu is None or self.driver not in ("local-task", "local-sync"):
+            return
+        lacking = cpu_features.missing(self.cpu.get("cpu_features", ""))
+        if lacking:
+            raise TargetError(
+                f"this artifact was compiled for CPU '{self.cpu.get('cpu')}' ({self.target.name}), "
+                f"whose code may use {', '.join(lacking)}, which this host "
+                f"({cpu_features.host_model()}) lacks; running it would die of an illegal "
+                "instruction. Compile it here with target='cpu' (this host's CPU) or for a CPU "
+                "this host covers, e.g. 'cpu:x86-64-v3'")
+
     def to(self, device: str) -> "Artifact":
         """The same compiled program on another of its target's devices (``cpu``, ``vulkan``,
         ``cuda``), e.g. for an artifact compiled with ``target="cpu+vulkan"``."""
         moved = Artifact(self.vmfb, self.target, self.signature, self.records, device)
         moved.compile_stats = self.compile_stats
+        moved.cpu = self.cpu
         moved.state = [t.clone() for t in self.state]
         return moved
 
@@ -195,6 +214,7 @@ class Artifact:
                 for r in self.records
             ],
             "compile_stats": self.compile_stats,
+            "cpu": self.cpu,
         }
         tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as z:
@@ -224,6 +244,7 @@ class Artifact:
         art = Artifact(vmfb, Target.from_json(meta["target"]),
                        CallSignature.from_json(meta["signature"]), records, device)
         art.compile_stats = meta.get("compile_stats")
+        art.cpu = meta.get("cpu")  # checked against this host when the module loads
         if state is not None:
             art.state = state
         return art
