@@ -47,6 +47,12 @@ def test_missing_features_are_named_in_llvm_terms():
         "avx512bw", "amx-tile", "amx-int8"]
     # system features codegen never emits are not held against the host
     assert cpu_features.missing("+avx2,+xsave,+shstk,+rdpid", host) == []
+    # a later entry overrides an earlier one (iree-compile's `host`: the model's, then the VM's)
+    assert cpu_features.missing("+avx2,+amx-tile,+avx512bw,-amx-tile,-avx512bw", host) == []
+
+
+def test_this_hosts_own_cpu_is_accepted():
+    assert cpu_features.missing(resolve_host_cpu()["cpu_features"]) == []
 
 
 def _foreign_cpu() -> tuple[str, list[str]]:

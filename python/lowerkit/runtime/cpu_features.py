@@ -59,8 +59,14 @@ def host_model() -> str:
 
 
 def enabled(features: str) -> list[str]:
-    """The ``+name`` entries of an LLVM feature string (``"+avx2,-amx-tile,+fma"``)."""
-    return [f[1:] for f in features.split(",") if f.startswith("+")]
+    """The features an LLVM feature string (``"+avx2,+amx-tile,-amx-tile"``) leaves on. A later
+    entry overrides an earlier one, as in LLVM: iree-compile's ``host`` lists the CPU model's
+    features, then what the host actually offers (a VM may switch AMX off)."""
+    state: dict[str, bool] = {}
+    for f in features.split(","):
+        if f[:1] in "+-" and len(f) > 1:
+            state[f[1:]] = f[0] == "+"
+    return [name for name, on in state.items() if on]
 
 
 def missing(features: str, flags: frozenset[str] | None = None) -> list[str]:
