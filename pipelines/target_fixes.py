@@ -1,7 +1,7 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
 # CHECK: cpu: fence-reductions
-# CHECK-NEXT: vulkan: widen-narrow-io, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts
-# CHECK-NEXT: vulkan:llvmpipe: fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts
+# CHECK-NEXT: vulkan: widen-narrow-io, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
+# CHECK-NEXT: vulkan:llvmpipe: fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
 # CHECK-NEXT: cuda: fence-reductions
 """target-fixes: what a target needs after any pipeline, for defects of IREE's code for its
 devices.
@@ -10,7 +10,8 @@ Every target gets a barrier after the reductions IREE's CPU path would fuse wron
 (`fence-reductions`, its CPU form). A target whose buffers are 32-bit only (IREE's portable
 Vulkan) gets `widen-narrow-io` at its boundary; a Vulkan target gets every reduction fenced,
 float divisions guarded against zero divisors, the sources of pads and strided slices
-fenced, and sorts IREE's SPIR-V code gets wrong (longer than 256) refused. ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
+fenced, sorts IREE's SPIR-V code gets wrong (longer than 256) refused, and depthwise
+convolutions written with their loops in layout order (`reorder-depthwise-convs`). ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
 (``registry.pipelines.factory("target-fixes")``), so both run the same stages for a target.
 """
 
@@ -19,8 +20,8 @@ from __future__ import annotations
 import sys
 
 from lowerkit import Build, Pipeline, PythonPassStage, Target
-from lowerkit.passes import (narrow_io, pad_fence, reduction_fence, sort_guard,
-                             strided_slice_fence, zero_divisor)
+from lowerkit.passes import (depthwise_order, narrow_io, pad_fence, reduction_fence,
+                             sort_guard, strided_slice_fence, zero_divisor)
 
 
 def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_MLIR) -> Pipeline:
@@ -39,6 +40,7 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
             PythonPassStage.from_module(pad_fence, pad_fence.fence),
             PythonPassStage.from_module(strided_slice_fence, strided_slice_fence.fence),
             PythonPassStage.from_module(sort_guard),
+            PythonPassStage.from_module(depthwise_order),
         ]
     else:  # reductions read two ways, and an argmax read transposed (`fence_for_cpu`)
         stages.append(PythonPassStage.from_module(reduction_fence, reduction_fence.fence_for_cpu))

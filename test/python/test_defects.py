@@ -318,3 +318,49 @@ def test_long_sorts_are_refused_on_vulkan_not_answered_wrong():
     assert "refused on Vulkan" in str(caught.value) and "test_defects.py" in str(caught.value)
     for n in (200, 256):  # sorted data-parallel by lowerkit's decomposition
         _check(lambda v: torch.sort(v, dim=-1), torch.randn(5, n), target="vulkan:llvmpipe")
+
+
+class ShuffleUnit(torch.nn.Module):
+    """ShuffleNet-V2's unit: split, 1x1 conv, depthwise 3x3 (stride s), 1x1 conv, BatchNorm,
+    concatenation and channel shuffle."""
+
+    def __init__(self, channels=16):
+        super().__init__()
+        half = channels // 2
+        nn = torch.nn
+        self.branch = nn.Sequential(
+            nn.Conv2d(half, half, 1, bias=False), nn.BatchNorm2d(half), nn.ReLU(),
+            nn.Conv2d(half, half, 3, padding=1, groups=half, bias=False), nn.BatchNorm2d(half),
+            nn.Conv2d(half, half, 1, bias=False), nn.BatchNorm2d(half), nn.ReLU())
+
+    def forward(self, x):
+        a, b = x.chunk(2, dim=1)
+        y = torch.cat([a, self.branch(b)], 1)
+        n, c, h, w = y.shape
+        return y.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+
+
+@pytest.mark.parametrize("vk", ["vulkan", "vulkan:llvmpipe"])
+def test_shufflenet_unit_on_vulkan(vk):
+    """IREE's SPIR-V depthwise conv got every channel after the first wrong on the portable
+    target: 0.11 of the scale off, silently (`reorder-depthwise-convs`)."""
+    torch.manual_seed(0)
+    unit = torch.nn.Sequential(ShuffleUnit(), ShuffleUnit()).eval()
+    for m in unit.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2.0)
+    with torch.no_grad():
+        _check(unit, torch.randn(1, 16, 12, 12), target=vk)
+
+
+@pytest.mark.parametrize("conv", [
+    torch.nn.Conv1d(4, 4, 3, padding=1, groups=4),
+    torch.nn.Conv2d(4, 4, 3, stride=2, padding=1, dilation=1, groups=4, bias=False),
+    torch.nn.Conv2d(4, 4, 3, padding=2, dilation=2, groups=4),
+], ids=["1d", "2d-stride2", "2d-dilation2"])
+def test_depthwise_convs_on_the_portable_vulkan_target(conv):
+    torch.manual_seed(1)
+    x = torch.randn(2, 4, *([9] * (conv.weight.dim() - 2)))
+    with torch.no_grad():
+        _check(conv.eval(), x, target="vulkan")

@@ -29,4 +29,5 @@ PASSES = {
     "fence-pad-sources": "pad_fence",
     "fence-strided-slices": "strided_slice_fence",
     "refuse-long-sorts": "sort_guard",
+    "reorder-depthwise-convs": "depthwise_order",
 }
