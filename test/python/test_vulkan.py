@@ -370,3 +370,26 @@ func.func @main(%x: f32, %y: f32) -> (f32, f32) {
         assert zero_divisor.guard(module.operation) == 1
         assert module.operation.verify()
         assert "math.copysign" in str(module) and str(module).count("arith.select") == 1
+
+
+# What a user of a real GPU types is the portable target: no Float64, no Int64 arithmetic.
+# Python floats (f64 in torch-mlir's IR) must take the dtype eager gives them, and int64
+# indices (topk, gather, argmax, embeddings) must still come back as int64 (issue 21).
+_EMBEDDING = torch.nn.Embedding(50, 16)
+
+
+@pytest.mark.parametrize("fn, make", [
+    (lambda x: torch.where(x > 0, x, 0.1 * x), lambda: (torch.randn(4, 8),)),
+    (lambda x: x * 0.5 + 2.25, lambda: (torch.randn(4, 8),)),
+    (_EMBEDDING, lambda: (torch.randint(0, 50, (2, 5)),)),
+    (lambda x: x.topk(3, dim=-1), lambda: (torch.randn(4, 16),)),
+    (lambda x, i: x.gather(1, i), lambda: (torch.randn(4, 8), torch.randint(0, 8, (4, 3)))),
+    (lambda x: x.argmax(-1), lambda: (torch.randn(4, 8),)),
+], ids=["where-scalar", "affine-scalars", "embedding", "topk", "gather", "argmax"])
+def test_scalars_and_indices_on_the_portable_vulkan_target(fn, make):
+    args = make()
+    with torch.no_grad():
+        expected = fn(*args)
+        got = lowerkit.compile(fn, args, target="vulkan")(*args)
+    result = compare(got, expected)
+    assert result.ok, result.message
