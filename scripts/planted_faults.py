@@ -193,7 +193,10 @@ FAULTS = [
     Fault("f64-scalars-on-vulkan", "a Python float stays an f64 constant (round-f64-constants off)",
           ["test/python/test_vulkan.py::test_scalars_and_indices_on_the_portable_vulkan_target"],
           "pipelines/torch_to_linalg.py", '            registry.passes.get("round-f64-constants"),\n', ""),
-]def run(fault: Fault) -> tuple[bool, float, str]:
+]
+
+
+def run(fault: Fault) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""
     path = ROOT / fault.file if fault.file else None
     original = path.read_text() if path else None
