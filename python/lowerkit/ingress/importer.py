@@ -19,7 +19,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..errors import IngressError
-from . import decompositions
+from . import containers, decompositions
 from .signature import CallSignature, Constant, Leaf, TensorSpec
 from .tensor_literals import TensorLiteralHooks
 
@@ -143,15 +143,23 @@ def _keep_non_persistent_buffers(exported: torch.export.ExportedProgram) -> None
 
 
 def _leaf_dynamic_specs(args: tuple, kwargs: dict, dynamic_shapes: Any, fn: Callable) -> list:
-    """torch.export's ``dynamic_shapes`` (by position or by parameter name) per tensor leaf."""
+    """torch.export's ``dynamic_shapes`` (by position or by parameter name) per tensor leaf, in
+    the order the call's pytree flattens: positional arguments, then keyword arguments as
+    given. A registered container (a transformers cache) takes a list, one entry per child."""
     if dynamic_shapes is None:
         return []
     target = fn.forward if isinstance(fn, torch.nn.Module) else fn
     if isinstance(dynamic_shapes, dict):
-        bound = inspect.signature(target).bind(*args, **kwargs)
+        params = list(inspect.signature(target).parameters.values())
         pairs = []
-        for name, value in bound.arguments.items():
-            pairs.append((value, dynamic_shapes.get(name)))
+        for i, value in enumerate(args):
+            p = params[i] if i < len(params) else None
+            if p is not None and p.kind is p.VAR_POSITIONAL:  # *args: its spec is a sequence
+                rest = list(dynamic_shapes.get(p.name) or [])
+                pairs += zip(args[i:], rest + [None] * (len(args) - i - len(rest)))
+                break
+            pairs.append((value, dynamic_shapes.get(p.name) if p is not None else None))
+        pairs += [(value, dynamic_shapes.get(name)) for name, value in kwargs.items()]
     else:
         dyn = list(dynamic_shapes)
         pairs = list(zip(args, dyn + [None] * (len(args) - len(dyn))))
@@ -162,14 +170,23 @@ def _leaf_dynamic_specs(args: tuple, kwargs: dict, dynamic_shapes: Any, fn: Call
     def walk(value: Any, spec: Any) -> None:
         if isinstance(value, torch.Tensor):
             out.append(spec)
-        elif isinstance(value, (list, tuple)):
-            specs = spec if isinstance(spec, (list, tuple)) else [None] * len(value)
-            for v, s in zip(value, specs):
-                walk(v, s)
         elif isinstance(value, dict):
             specs = spec if isinstance(spec, dict) else {}
             for k, v in value.items():
                 walk(v, specs.get(k))
+        elif isinstance(value, (list, tuple)):
+            specs = spec if isinstance(spec, (list, tuple)) else [None] * len(value)
+            for v, s in zip(value, specs):
+                walk(v, s)
+        elif type(value) in pytree.SUPPORTED_NODES:
+            children, _ = pytree.SUPPORTED_NODES[type(value)].flatten_fn(value)
+            if spec is not None and (not isinstance(spec, (list, tuple))
+                                     or len(spec) != len(children)):
+                raise IngressError(
+                    f"dynamic_shapes for a {type(value).__name__} must be a list with one entry "
+                    f"per child ({len(children)}), got {spec!r}")
+            for v, s in zip(children, spec or [None] * len(children)):
+                walk(v, s)
 
     for value, spec in pairs:
         walk(value, spec)
@@ -210,6 +227,7 @@ def import_program(
     kwargs = dict(kwargs or {})
     if not isinstance(args, tuple):
         args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
+    containers.register_known()  # transformers' caches flatten like tuples, in and out
     leaves, in_spec = pytree.tree_flatten((args, kwargs))
     in_leaves = _input_leaves(leaves)
     tensors = [v for v in leaves if isinstance(v, torch.Tensor)]

@@ -125,8 +125,13 @@ class CallSignature:
 
     # -- calling ---------------------------------------------------------------------------
     def describe_inputs(self) -> str:
-        args, kwargs = pytree.tree_unflatten([l.describe() for l in self.in_leaves], self.in_spec)
-        parts = [str(a) for a in args] + [f"{k}={v}" for k, v in kwargs.items()]
+        described = [l.describe() for l in self.in_leaves]
+        try:
+            args, kwargs = pytree.tree_unflatten(described, self.in_spec)
+        except Exception:  # a container that computes on its leaves (a transformers cache)
+            return "(" + ", ".join(described) + ")"
+        parts = [_describe_node(a) for a in args] + [f"{k}={_describe_node(v)}"
+                                                     for k, v in kwargs.items()]
         return "(" + ", ".join(parts) + ")"
 
     def flatten_inputs(self, args: tuple, kwargs: dict) -> list[torch.Tensor | int]:
@@ -306,6 +311,11 @@ class CallSignature:
 
 
 _PICKLED = "pickle:"
+
+
+def _describe_node(value: Any) -> str:
+    return str(value) if isinstance(value, (str, int, float, bool, type(None), list, tuple, dict)) \
+        else f"{type(value).__name__}(...)"
 
 
 def _dump_spec(spec: pytree.TreeSpec) -> str:
