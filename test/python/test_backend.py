@@ -410,3 +410,27 @@ def test_freeze_takes_a_weight_used_twice():
                             options={"freeze": True, "strict": True})(ids)
         assert compare(got, model(ids)).ok
     assert [(r.ran, r.frozen) for r in backend.graphs()] == [("lowerkit", 1)]
+
+
+def scalars_from_data(x, y):
+    """``.item()``, ``int(t)`` and a comparison of them: scalars computed from tensor data,
+    used in the graph and returned."""
+    s = x.sum().item()
+    n = int(x.abs().max() * 10)
+    return y * s + 1, n + 3, s > 0, x.mean().item()
+
+
+def test_scalars_computed_from_data_stay_in_lowerkits_graph(monkeypatch):
+    """With Dynamo's ``capture_scalar_outputs``, ``.item()`` no longer breaks the graph: its
+    value is used in the graph, and the ints, floats and bools it returns come back as eager's
+    Python types (0-d tensors through the compiled program, `ItemSpec`)."""
+    monkeypatch.setattr(torch._dynamo.config, "capture_scalar_outputs", True)
+    compiled = torch.compile(scalars_from_data, backend="lowerkit", options={"strict": True})
+    for seed in (0, 1, 2):
+        torch.manual_seed(seed)
+        x, y = torch.randn(4, 4), torch.randn(4)
+        got, want = compiled(x, y), scalars_from_data(x, y)
+        assert compare(got[0], want[0]).ok
+        assert [type(v) for v in got[1:]] == [type(v) for v in want[1:]]
+        assert got[1:3] == want[1:3] and got[3] == pytest.approx(want[3], rel=1e-6)
+    assert {r.ran for r in backend.graphs()} == {"lowerkit"}, [r.reason for r in backend.graphs()]

@@ -13,6 +13,8 @@ and records why.
 
 from __future__ import annotations
 
+import math
+
 import time
 from typing import Any, Sequence
 
@@ -21,7 +23,8 @@ import torch.utils._pytree as pytree
 
 from ..errors import IngressError
 from .importer import ImportedProgram
-from .signature import CallSignature, Constant, Leaf, ScalarSpec, SizeSpec, TensorSpec
+from .signature import (CallSignature, Constant, ItemSpec, Leaf, ScalarSpec, SizeSpec,
+                        TensorSpec)
 
 
 def _leaf(value: Any, what: str, scalars: bool) -> Leaf:
@@ -47,6 +50,19 @@ def _symbols(example_inputs: Sequence[Any]) -> dict[str, tuple[str, int, int]]:
                 name = str(size.node.expr)
                 found.setdefault(name, (name, i, d))
     return found
+
+
+_ITEM_DTYPES = {torch.SymInt: torch.int64, torch.SymFloat: torch.float64,
+                torch.SymBool: torch.bool}
+
+
+def _from_data(value: Any, symbols: dict[str, tuple[str, int, int]]) -> bool:
+    """Whether ``value`` is a scalar computed from tensor data (an unbacked ``u0`` of
+    ``.item()``), which no input size determines."""
+    if not isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return False
+    return any(str(s) not in symbols for s in value.node.expr.free_symbols) \
+        or not isinstance(value, torch.SymInt)
 
 
 def _size_leaf(value: Any, what: str, symbols: dict[str, tuple[str, int, int]]) -> Leaf:
@@ -76,6 +92,9 @@ def _canonicalize(graph: torch.fx.Graph) -> None:
     * ``true_divide.Tensor`` (Dynamo's ``tensorify_python_scalars`` inserts it after the
       decompositions ran, for a Python float it passes as a 0-d tensor under ``dynamic=True``)
       becomes ``div.Tensor``, the same op, which torch-mlir knows.
+    * ``math.trunc`` / ``floor`` / ``ceil`` of a float read from data (``int(t)`` of a float
+      ``t`` under ``capture_scalar_outputs``): torch-mlir's importer has no symbolic form of
+      them, so the rounding is done on the 0-d tensor before it is read, as an int64.
     """
     from torch.fx.experimental.symbolic_shapes import statically_known_true
 
@@ -85,6 +104,8 @@ def _canonicalize(graph: torch.fx.Graph) -> None:
             continue
         if node.target is aten.true_divide.Tensor:
             node.target = aten.div.Tensor
+        elif node.target in _ROUNDINGS and _read_from_data(node.args[0]):
+            _round_before_reading(graph, node)
         elif node.target is aten.expand.default:
             src, sizes = node.args[0], node.args[1]
             before, after = src.meta.get("val"), node.meta.get("val")
@@ -97,6 +118,39 @@ def _canonicalize(graph: torch.fx.Graph) -> None:
             elif any(kept):
                 node.args = (src, [-1 if k else s for k, s in zip(kept, sizes)])
     graph.eliminate_dead_code()  # the sym_size nodes only the expands used
+
+
+_ROUNDINGS = {math.trunc: torch.ops.aten.trunc.default, math.floor: torch.ops.aten.floor.default,
+              math.ceil: torch.ops.aten.ceil.default}
+
+
+def _describe(node: torch.fx.Node, example: torch.Tensor) -> None:
+    """The metadata torch-mlir's importer reads off a node lowerkit adds."""
+    from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+    node.meta["val"] = example
+    node.meta["tensor_meta"] = _extract_tensor_metadata(example)
+
+
+def _read_from_data(arg: Any) -> bool:
+    return isinstance(arg, torch.fx.Node) and \
+        arg.target is torch.ops.aten._local_scalar_dense.default
+
+
+def _round_before_reading(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
+    """``trunc(t.item())`` -> ``t.trunc().to(int64).item()``, the same int."""
+    tensor = node.args[0].args[0]
+    with graph.inserting_before(node):
+        rounded = graph.call_function(_ROUNDINGS[node.target], (tensor,))
+        as_int = graph.call_function(torch.ops.aten._to_copy.default, (rounded,),
+                                     {"dtype": torch.int64})
+        read = graph.call_function(torch.ops.aten._local_scalar_dense.default, (as_int,))
+    example = tensor.meta["val"]
+    _describe(rounded, torch.empty(example.shape, dtype=example.dtype))
+    _describe(as_int, torch.empty(example.shape, dtype=torch.int64))
+    read.meta["val"] = node.meta["val"]
+    node.replace_all_uses_with(read)
+    graph.erase_node(node)
 
 
 def _read_constants_once(graph: torch.fx.Graph) -> None:
@@ -132,17 +186,29 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Imp
     if not isinstance(outputs, (tuple, list)):
         outputs = (outputs,)
     values = [n.meta.get("val") if isinstance(n, torch.fx.Node) else n for n in outputs]
+    symbols = _symbols(example_inputs)
     # A None output (the gradient of an input that needs none) is a constant of the signature,
     # a size one computed from the inputs' sizes at each call: the compiled function returns
-    # the tensors only.
-    graph.output(tuple(n for n, v in zip(outputs, values) if isinstance(v, torch.Tensor)))
+    # the tensors, and the scalars computed from data as 0-d tensors (`ItemSpec`).
+    returned, out_leaves = [], []
+    for i, (node, v) in enumerate(zip(outputs, values)):
+        if isinstance(v, torch.Tensor):
+            returned.append(node)
+            out_leaves.append(_leaf(v, f"output {i}", False))
+        elif _from_data(v, symbols):
+            spec = ItemSpec((), _ITEM_DTYPES[type(v)])
+            item = graph.call_function(torch.ops.aten.scalar_tensor.default, (node,),
+                                       {"dtype": spec.dtype})  # appended: no output node yet
+            _describe(item, torch.empty((), dtype=spec.dtype))
+            returned.append(item)
+            out_leaves.append(spec)
+        elif v is None:
+            out_leaves.append(Constant(None))
+        else:
+            out_leaves.append(_size_leaf(v, f"output {i}", symbols))
+    graph.output(tuple(returned))
     _canonicalize(graph)  # after the output: dead code elimination keeps what it returns
     _read_constants_once(graph)
-    symbols = _symbols(example_inputs)
-    out_leaves: list[Leaf] = [
-        Constant(None) if v is None
-        else _size_leaf(v, f"output {i}", symbols) if isinstance(v, (int, torch.SymInt))
-        else _leaf(v, f"output {i}", False) for i, v in enumerate(values)]
     signature = CallSignature(pytree.tree_flatten((tuple(example_inputs), {}))[1], in_leaves,
                               pytree.tree_flatten(tuple(values))[1], out_leaves)
     # owned by a module holding gm's attributes: the importer reads constants (get_attr) and

@@ -97,6 +97,27 @@ class SizeSpec:
         return int(eval(self._code, {"__builtins__": {}, "max": max, "min": min}, env))
 
 
+@dataclass(frozen=True)
+class ItemSpec(TensorSpec):
+    """A Python scalar the program computed from data (``t.item()``, ``int(t)`` under Dynamo's
+    ``capture_scalar_outputs``): the compiled program returns it as a 0-d tensor, and the host
+    makes it the int, float or bool eager returns."""
+
+    def describe(self) -> str:
+        return f"{self.kind} from data"
+
+    @property
+    def kind(self) -> str:
+        return "bool" if self.dtype is torch.bool else \
+            "float" if self.dtype.is_floating_point else "int"
+
+    def value(self, tensor: torch.Tensor) -> int | float | bool:
+        return tensor.item()
+
+    def to_json(self) -> dict:
+        return {"item": dtype_name(self.dtype)}
+
+
 Leaf = TensorSpec | Constant | ScalarSpec | SizeSpec
 # Types a call's tensors may have on the fast path (torch.compile hands over the parameters)
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
@@ -223,11 +244,11 @@ class CallSignature:
         """Whether the outputs are a flat tuple of tensors (a multi-output model's usual form)."""
         n = len(self.out_leaves)
         plain = pytree.tree_flatten(tuple(range(n)))[1]
-        return plain == self.out_spec and all(isinstance(l, TensorSpec) for l in self.out_leaves)
+        return plain == self.out_spec and all(type(l) is TensorSpec for l in self.out_leaves)
 
     @functools.cached_property
     def _single_output(self) -> bool:
-        return self.out_spec.is_leaf() and isinstance(self.out_leaves[0], TensorSpec)
+        return self.out_spec.is_leaf() and type(self.out_leaves[0]) is TensorSpec
 
     @functools.cached_property
     def _retyped_outputs(self) -> tuple[tuple[int, torch.dtype], ...]:
@@ -253,7 +274,8 @@ class CallSignature:
                 out[i] = _as_dtype(out[i], dtype)
             return tuple(out)
         it = iter(tensors)
-        leaves = [_as_dtype(next(it), l.dtype) if isinstance(l, TensorSpec)
+        leaves = [l.value(next(it)) if isinstance(l, ItemSpec)
+                  else _as_dtype(next(it), l.dtype) if isinstance(l, TensorSpec)
                   else l.value(inputs) if isinstance(l, SizeSpec) else l.value
                   for l in self.out_leaves]
         return pytree.tree_unflatten(leaves, self.out_spec)
@@ -273,6 +295,8 @@ class CallSignature:
                 return {"scalar": l.name}
             if isinstance(l, SizeSpec):
                 return {"size": l.expr, "symbols": [list(x) for x in l.symbols]}
+            if isinstance(l, ItemSpec):
+                return l.to_json()
             return {"tensor": l.to_json()} if isinstance(l, TensorSpec) else {"constant": l.value}
 
         return {
@@ -291,6 +315,8 @@ class CallSignature:
                 return ScalarSpec(x["scalar"])
             if "size" in x:
                 return SizeSpec(x["size"], tuple(tuple(v) for v in x["symbols"]))
+            if "item" in x:
+                return ItemSpec((), _DTYPES[x["item"]])
             return TensorSpec.from_json(x["tensor"]) if "tensor" in x else Constant(x["constant"])
 
         return CallSignature(
