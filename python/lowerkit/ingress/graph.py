@@ -93,8 +93,9 @@ def _canonicalize(graph: torch.fx.Graph) -> None:
       decompositions ran, for a Python float it passes as a 0-d tensor under ``dynamic=True``)
       becomes ``div.Tensor``, the same op, which torch-mlir knows.
     * ``math.trunc`` / ``floor`` / ``ceil`` of a float read from data (``int(t)`` of a float
-      ``t`` under ``capture_scalar_outputs``): torch-mlir's importer has no symbolic form of
-      them, so the rounding is done on the 0-d tensor before it is read, as an int64.
+      ``t`` under ``capture_scalar_outputs``), and ``sym_float`` of an int read from data:
+      torch-mlir's importer has no symbolic form of them, so the rounding or the conversion is
+      done on the 0-d tensor before it is read.
     """
     from torch.fx.experimental.symbolic_shapes import statically_known_true
 
@@ -104,8 +105,8 @@ def _canonicalize(graph: torch.fx.Graph) -> None:
             continue
         if node.target is aten.true_divide.Tensor:
             node.target = aten.div.Tensor
-        elif node.target in _ROUNDINGS and _read_from_data(node.args[0]):
-            _round_before_reading(graph, node)
+        elif node.target in _ON_THE_TENSOR and _read_from_data(node.args[0]):
+            _apply_before_reading(graph, node)
         elif node.target is aten.expand.default:
             src, sizes = node.args[0], node.args[1]
             before, after = src.meta.get("val"), node.meta.get("val")
@@ -120,8 +121,13 @@ def _canonicalize(graph: torch.fx.Graph) -> None:
     graph.eliminate_dead_code()  # the sym_size nodes only the expands used
 
 
-_ROUNDINGS = {math.trunc: torch.ops.aten.trunc.default, math.floor: torch.ops.aten.floor.default,
-              math.ceil: torch.ops.aten.ceil.default}
+# A Python function applied to a scalar read from data -> (the same on its tensor, the dtype)
+_ON_THE_TENSOR = {
+    math.trunc: (torch.ops.aten.trunc.default, torch.int64),
+    math.floor: (torch.ops.aten.floor.default, torch.int64),
+    math.ceil: (torch.ops.aten.ceil.default, torch.int64),
+    torch.sym_float: (None, torch.float64),
+}
 
 
 def _describe(node: torch.fx.Node, example: torch.Tensor) -> None:
@@ -137,17 +143,19 @@ def _read_from_data(arg: Any) -> bool:
         arg.target is torch.ops.aten._local_scalar_dense.default
 
 
-def _round_before_reading(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
-    """``trunc(t.item())`` -> ``t.trunc().to(int64).item()``, the same int."""
+def _apply_before_reading(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
+    """``trunc(t.item())`` -> ``t.trunc().to(int64).item()``, the same int; ``float(t.item())``
+    of an int ``t`` -> ``t.to(float64).item()``."""
+    op, dtype = _ON_THE_TENSOR[node.target]
     tensor = node.args[0].args[0]
-    with graph.inserting_before(node):
-        rounded = graph.call_function(_ROUNDINGS[node.target], (tensor,))
-        as_int = graph.call_function(torch.ops.aten._to_copy.default, (rounded,),
-                                     {"dtype": torch.int64})
-        read = graph.call_function(torch.ops.aten._local_scalar_dense.default, (as_int,))
     example = tensor.meta["val"]
-    _describe(rounded, torch.empty(example.shape, dtype=example.dtype))
-    _describe(as_int, torch.empty(example.shape, dtype=torch.int64))
+    with graph.inserting_before(node):
+        if op is not None:
+            tensor = graph.call_function(op, (tensor,))
+            _describe(tensor, torch.empty(example.shape, dtype=example.dtype))
+        cast = graph.call_function(torch.ops.aten._to_copy.default, (tensor,), {"dtype": dtype})
+        _describe(cast, torch.empty(example.shape, dtype=dtype))
+        read = graph.call_function(torch.ops.aten._local_scalar_dense.default, (cast,))
     read.meta["val"] = node.meta["val"]
     node.replace_all_uses_with(read)
     graph.erase_node(node)
