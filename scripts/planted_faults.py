@@ -213,6 +213,14 @@ FAULTS = [
     Fault("item-sym-float", "float() of an int read from data reaches torch-mlir's importer as sym_float",
           ["test/python/test_backend.py::test_scalars_computed_from_data_stay_in_lowerkits_graph"],
           "python/lowerkit/ingress/graph.py", "    torch.sym_float: (None, torch.float64),\n", ""),
+    Fault("f64-kept-on-portable-vulkan", "the portable vulkan target keeps f64 (no demotion)",
+          ["test/python/test_vulkan.py::test_variance_norms_on_the_portable_vulkan_target"],
+          "python/lowerkit/iree/compiler.py",
+          'return COMMON_FLAGS if target.float64 else ("--iree-input-demote-f64-to-f32=true",)',
+          "return COMMON_FLAGS"),
+    Fault("f64-io-unrefused", "float64 inputs reach iree-compile on a target without Float64",
+          ["test/python/test_vulkan.py::test_float64_inputs_are_refused_on_the_portable_vulkan_target"],
+          "python/lowerkit/api.py", "    _refuse_float64_io(imported.signature, target)\n", ""),
 ]
 
 

@@ -11,7 +11,7 @@ import torch
 
 from . import registry
 from .cache import CompileCache, resolve_cache
-from .errors import LowerkitError
+from .errors import LowerkitError, UnsupportedError
 from .ingress.importer import ImportedProgram, import_program
 from .ir import Build, op_histogram
 from .iree import bridge, compiler
@@ -137,8 +137,23 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
     return art
 
 
+def _refuse_float64_io(signature, target) -> None:
+    """A target without float64 (IREE demotes its f64 to f32) cannot take or give float64."""
+    if target.float64:
+        return
+    specs = [*signature.tensor_inputs, *signature.tensor_outputs, *signature.state]
+    wide = sorted({str(s.dtype) for s in specs if s.dtype in (torch.float64, torch.complex128)})
+    if wide:
+        raise UnsupportedError(
+            "torch-import",
+            f"{' and '.join(wide)} inputs or outputs are not supported on '{target.name}': its "
+            "devices have no Float64 (IREE computes its f64 in f32); pass float32, or compile for "
+            "a GPU with Float64, e.g. 'vulkan:llvmpipe' or 'vulkan:rdna3'")
+
+
 def _lower(imported, records, target, pipe, dump, instruments, iree_flags, device,
            iree_phases=False):
+    _refuse_float64_io(imported.signature, target)
     if dump is not None:
         dump.write("fx-graph", imported.fx_code(), suffix=".py", kind="fx-graph",
                    build="torch", ops=fx_op_histogram(imported.exported))

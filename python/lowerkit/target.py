@@ -33,6 +33,10 @@ class Target:
     # Element widths (bits) every device of the target can load and store in the buffers a
     # call hands it; tensors of other widths cross the call as 32-bit (`widen-narrow-io`).
     storage_bits: tuple[int, ...] = (8, 16, 32, 64)
+    # Whether every device computes in float64. Where one does not (IREE's portable Vulkan),
+    # iree-compile demotes the program's internal f64 (torch-mlir's variance, Python floats)
+    # to f32, and a float64 input or output is refused (`lowerkit.api`).
+    float64: bool = True
 
     @property
     def narrow_io(self) -> bool:
@@ -72,12 +76,13 @@ class Target:
     def to_json(self) -> dict:
         return {"name": self.name, "backend": self.backend, "driver": self.driver,
                 "flags": list(self.flags), "drivers": list(self.drivers),
-                "storage_bits": list(self.storage_bits)}
+                "storage_bits": list(self.storage_bits), "float64": self.float64}
 
     @staticmethod
     def from_json(d: dict) -> "Target":
         return Target(d["name"], d["backend"], d["driver"], tuple(d["flags"]),
-                      tuple(d.get("drivers", ())), tuple(d.get("storage_bits", (8, 16, 32, 64))))
+                      tuple(d.get("drivers", ())), tuple(d.get("storage_bits", (8, 16, 32, 64))),
+                      d.get("float64", True))
 
     @staticmethod
     def parse(spec: "str | Target | Iterable[str | Target]") -> "Target":
@@ -210,6 +215,8 @@ VULKAN_ARCHS = frozenset("""
 # IREE 3.13's `#iree_gpu.target` (`storage = b32` ...); every other name has b64|b32|b16|b8.
 # IREE's portable default is `vp_android_baseline_2022`.
 VULKAN_STORAGE_BITS = {"": (32,), "vp_android_baseline_2022": (32,), "adreno": (16, 32, 64)}
+# ... and those whose `compute` lacks fp64 (the portable one: `compute = fp32|int32`).
+VULKAN_WITHOUT_FLOAT64 = frozenset({"", "vp_android_baseline_2022"})
 
 
 def vulkan(arch: str = "", *, features: str | None = None) -> Target:
@@ -233,7 +240,7 @@ def vulkan(arch: str = "", *, features: str | None = None) -> Target:
         # f16 values between dispatches come back as zeros. Promoted, they never exist.
         flags += ["--iree-input-promote-f16-to-f32", "--iree-input-promote-bf16-to-f32"]
     return Target(f"vulkan:{arch}" if arch else "vulkan", "vulkan-spirv", "vulkan", tuple(flags),
-                  storage_bits=bits)
+                  storage_bits=bits, float64=arch.lower() not in VULKAN_WITHOUT_FLOAT64)
 
 
 # --iree-cuda-target names in IREE 3.13's table of known CUDA GPUs.
@@ -341,7 +348,8 @@ def combine(*targets: Target) -> Target:
              "--iree-hal-link-executables=false")
     bits = tuple(b for b in (8, 16, 32, 64) if all(b in t.storage_bits for t in targets))
     return Target("+".join(t.name for t in targets), "+".join(t.backend for t in targets),
-                  targets[0].driver, flags, tuple(drivers), bits)
+                  targets[0].driver, flags, tuple(drivers), bits,
+                  all(t.float64 for t in targets))
 
 
 _FACTORIES = {"cpu": cpu, "vulkan": vulkan, "cuda": cuda}

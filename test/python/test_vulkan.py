@@ -393,3 +393,24 @@ def test_scalars_and_indices_on_the_portable_vulkan_target(fn, make):
         got = lowerkit.compile(fn, args, target="vulkan")(*args)
     result = compare(got, expected)
     assert result.ok, result.message
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.var(-1),
+    lambda x: F.layer_norm(x, (8,)),
+    lambda x: F.group_norm(x.reshape(2, 4, 2, 2), 2),
+    lambda x: F.instance_norm(x.reshape(2, 4, 2, 2)),
+], ids=["var", "layer_norm", "group_norm", "instance_norm"])
+def test_variance_norms_on_the_portable_vulkan_target(fn):
+    """torch-mlir computes a variance in f64; the portable target has no Float64, so IREE
+    demotes that internal f64 to f32 there (`Target.float64`), as eager computes it."""
+    x = torch.randn(4, 8)
+    result = compare(lowerkit.compile(fn, (x,), target="vulkan")(x), fn(x))
+    assert result.ok, result.message
+
+
+def test_float64_inputs_are_refused_on_the_portable_vulkan_target():
+    with pytest.raises(lowerkit.UnsupportedError, match="no Float64.*vulkan:llvmpipe"):
+        lowerkit.compile(lambda x: x * 2, (torch.randn(3, dtype=torch.float64),), target="vulkan")
+    assert lowerkit.target.Target.parse("vulkan:llvmpipe").float64
+    assert not lowerkit.target.Target.parse("cpu+vulkan").float64

@@ -61,7 +61,12 @@ _TARGET_ATTR = re.compile(r'(#hal\.executable\.target<"[^"]*", "[^"]*"), \{.*$')
 
 # Flags for every target. IREE demotes f64 to f32 by default, which changes the program's
 # signature and its dtypes: a float64 program must compute and return float64, as in eager.
+# A target without float64 (`Target.float64`) keeps IREE's demotion: its f64 is internal.
 COMMON_FLAGS = ("--iree-input-demote-f64-to-f32=false",)
+
+
+def common_flags(target: Target) -> tuple[str, ...]:
+    return COMMON_FLAGS if target.float64 else ("--iree-input-demote-f64-to-f32=true",)
 
 
 SYSTEM_LINKING_FLAG = "--iree-llvmcpu-link-embedded=false"
@@ -286,7 +291,7 @@ def _compile_once(bytecode: bytes, target: Target, extra_flags: list[str] | tupl
         else:
             keep_phases = True
         execs = Path(executables_dir) if executables_dir is not None else Path(tmp) / "executables"
-        flags = [*COMMON_FLAGS, *(f for f in target.compile_flags() if f not in dropped),
+        flags = [*common_flags(target), *(f for f in target.compile_flags() if f not in dropped),
                  *extra_flags]
         replay_flags = list(flags)
         if keep_phases or phases:
