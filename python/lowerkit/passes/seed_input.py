@@ -8,13 +8,16 @@ context of a vmfb then starts from 0, so every Artifact, every reload and each o
 drivers lowerkit times (`lowerkit.runtime.executable`) drew the same "random" numbers, call
 after call.
 
-This pass gives every public function of such a module one more argument,
-``tensor<i64>``, after all others (after the mutated buffers' state too), and stores it into
-the global before anything else runs: the random ops of one call then draw their keys from
-that seed by torch-mlir's own LCG steps, nested regions (``multinomial``'s loop) included.
-The runtime passes a seed drawn from torch's default generator at every call
-(`lowerkit.runtime.artifact`), so ``torch.manual_seed`` governs the stream. A module without
-the global is left as it is. Runs on linalg on tensors, in either MLIR build (a target fix:
+This pass gives every public function of such a module one more argument, ``tensor<i64>``
+marked ``{lowerkit.seed}``, after all others (after the mutated buffers' state too), and threads
+it through the function in place of the global: the first load reads the argument, each later
+load the value last stored, and the global is gone. The random ops of one call then draw their
+keys from that seed by torch-mlir's own LCG steps, and the function stays pure (concurrent calls
+of one context share no seed). The runtime passes a seed drawn from torch's default generator
+at every call (`lowerkit.runtime.artifact`), so ``torch.manual_seed`` governs the stream. A
+module without the global is left as it is; a seed read inside a nested region or another
+function (torch-mlir's ``multinomial`` loop, which it does not lower today) is refused with
+the op's location. Runs on linalg on tensors, in either MLIR build (a target fix:
 `lowerkit.pipelines.target_fixes`, so that every pipeline gets it).
 """
 
@@ -27,6 +30,8 @@ from ..ir import Build
 NAME = "seed-as-input"
 # the symbol torch-mlir's TorchConversionToMLProgram gives the seed (torch-mlir 20261001)
 SEED_GLOBAL = "global_seed"
+SEED_ATTR = "lowerkit.seed"  # marks the seed argument
+_LOAD, _STORE = "ml_program.global_load", "ml_program.global_store"
 _SEED_TYPE = "tensor<i64>"
 
 
@@ -48,48 +53,85 @@ def _public_functions(module_op: Any) -> list[Any]:
             and op.operation.regions[0].blocks]
 
 
-def _stores_argument(func: Any) -> bool:
-    """Whether ``func`` begins by storing one of its arguments into the seed global."""
-    block = func.regions[0].blocks[0]
-    ops = list(block.operations)
-    if not ops or ops[0].operation.name != "ml_program.global_store":
-        return False
-    store = ops[0].operation
-    if SEED_GLOBAL not in str(store.attributes["global"]):
-        return False
-    value = store.operands[0]
-    return any(value == arg for arg in block.arguments)
+def _is_seed_access(op: Any) -> bool:
+    return op.name in (_LOAD, _STORE) and SEED_GLOBAL in str(op.attributes["global"])
 
 
 def takes_seed(module_op: Any) -> bool:
     """Whether the compiled program takes a seed after its other arguments (this pass ran on
     a module with random ops): the runtime must then pass one at every call."""
     module_op = getattr(module_op, "operation", module_op)
-    return any(_stores_argument(f) for f in _public_functions(module_op))
+    return any(op.operation.name == "func.func" and _marked(op.operation)
+               for op in module_op.regions[0].blocks[0].operations)
 
 
-def _add_seed_argument(func: Any, ir: Any) -> None:
+def _marked(func: Any) -> bool:
+    return "arg_attrs" in func.attributes and SEED_ATTR in str(func.attributes["arg_attrs"])
+
+
+def _add_seed_argument(func: Any, ir: Any) -> Any:
+    """The new last argument of ``func``, marked ``{lowerkit.seed}``."""
     ctx = func.context
     seed_type = ir.Type.parse(_SEED_TYPE, ctx)
     block = func.regions[0].blocks[0]
     ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
     new_type = ir.FunctionType.get(list(ftype.inputs) + [seed_type], list(ftype.results), ctx)
     func.attributes["function_type"] = ir.TypeAttr.get(new_type, ctx)
-    if "arg_attrs" in func.attributes:
-        attrs = list(ir.ArrayAttr(func.attributes["arg_attrs"]))
-        func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs + [ir.DictAttr.get({}, ctx)], ctx)
-    seed = block.add_argument(seed_type, func.location)
-    first = list(block.operations)[0].operation
-    with ir.InsertionPoint(first), func.location:
-        ir.Operation.create("ml_program.global_store", operands=[seed], attributes={
-            "global": ir.FlatSymbolRefAttr.get(SEED_GLOBAL, ctx)})
+    attrs = (list(ir.ArrayAttr(func.attributes["arg_attrs"])) if "arg_attrs" in func.attributes
+             else [ir.DictAttr.get({}, ctx) for _ in ftype.inputs])
+    marked = ir.DictAttr.get({SEED_ATTR: ir.UnitAttr.get(ctx)}, ctx)
+    func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs + [marked], ctx)
+    return block.add_argument(seed_type, func.location)
+
+
+def _thread(func: Any, ir: Any) -> None:
+    """The seed argument in place of the global's loads and stores, in program order."""
+    current = _add_seed_argument(func, ir)
+    for op in list(func.regions[0].blocks[0].operations):
+        op = op.operation
+        if not _is_seed_access(op):
+            continue
+        if op.name == _LOAD:
+            op.results[0].replace_all_uses_with(current)
+        else:
+            current = op.operands[0]
+        op.erase()
+
+
+def _nested_accesses(module_op: Any, ir: Any) -> list[Any]:
+    """Loads and stores of the seed that are not in a public function's entry block."""
+    found = []
+
+    def visit(op):
+        if _is_seed_access(op):
+            parent = op.parent
+            if parent is None or parent.name != "func.func" \
+                    or "sym_visibility" in parent.attributes:
+                found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    return found
 
 
 def run(module_op: Any, pass_: Any = None) -> None:
     module_op = getattr(module_op, "operation", module_op)
     ir = Build.of_object(module_op).ir
-    if _seed_global(module_op, ir) is None:
+    seed = _seed_global(module_op, ir)
+    if seed is None:
+        return
+    nested = _nested_accesses(module_op, ir)
+    for op in nested:
+        op.location.emit_error(
+            f"'{op.name}' of the random ops' seed inside a nested region or a private function "
+            "is not supported: lowerkit passes the seed to the public function at each call "
+            "(seed-as-input), and can thread it only through that function's body")
+    if nested:
+        if pass_ is None:
+            raise RuntimeError("seed-as-input: a random op's seed is read in a nested region")
+        pass_.signal_pass_failure()
         return
     for func in _public_functions(module_op):
-        if not _stores_argument(func):
-            _add_seed_argument(func, ir)
+        if not _marked(func):
+            _thread(func, ir)
+    seed.erase()
