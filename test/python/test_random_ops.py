@@ -212,6 +212,12 @@ def test_a_random_program_with_state_takes_its_seed_after_the_state():
     assert not torch.equal(a - 1, b - 2)
 
 
+def test_an_explicit_generator_is_refused_saying_why():
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(lowerkit.IngressError, match="own torch.Generator.*aten.rand"):
+        lowerkit.compile(lambda x: torch.rand(4, 4, generator=g) + x, (X[:4, :4],))
+
+
 def test_verify_refuses_a_random_program_saying_why():
     with pytest.raises(lowerkit.LowerkitError, match="random numbers"):
         lowerkit.compile(PROGRAMS["rand_like"], (X,), verify=True)
