@@ -29,7 +29,9 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
     pipeline ended in: `widen-narrow-io` runs in either)."""
     target = Target.parse(target)
     bits = frozenset(target.storage_bits)
-    stages = [PythonPassStage.from_module(seed_input, build=after)]
+    refuse = "" if 64 in bits else target.name  # no 64-bit arithmetic for the generator
+    stages = [PythonPassStage.from_module(
+        seed_input, lambda op: seed_input.run(op, refuse_on=refuse), after)]
     if not target.narrow_io:  # its devices' buffers are 32-bit only; the runtime widens to match
         stages.append(PythonPassStage.from_module(
             narrow_io, lambda op: narrow_io.widen(op, bits), after))

@@ -212,6 +212,14 @@ def test_a_random_program_with_state_takes_its_seed_after_the_state():
     assert not torch.equal(a - 1, b - 2)
 
 
+def test_the_portable_vulkan_target_refuses_random_ops_at_the_users_line():
+    """IREE's portable Vulkan target has no 64-bit arithmetic, which torch-mlir's generator
+    needs: a clear refusal (compiling needs no device), not iree-compile's f64 failure."""
+    with pytest.raises(lowerkit.UnsupportedError, match="refused on 'vulkan'") as caught:
+        lowerkit.compile(PROGRAMS["rand_like"], (X,), target="vulkan")
+    assert "test_random_ops.py" in str(caught.value) and "vulkan:llvmpipe" in str(caught.value)
+
+
 def test_an_explicit_generator_is_refused_saying_why():
     g = torch.Generator().manual_seed(0)
     with pytest.raises(lowerkit.IngressError, match=r"aten\.rand.*its own torch\.Generator"):

@@ -15,9 +15,11 @@ load the value last stored, and the global is gone. The random ops of one call t
 keys from that seed by torch-mlir's own LCG steps, and the function stays pure (concurrent calls
 of one context share no seed). The runtime passes a seed drawn from torch's default generator
 at every call (`lowerkit.runtime.artifact`), so ``torch.manual_seed`` governs the stream. A
-module without the global is left as it is; a seed read inside a nested region or another
-function (torch-mlir's ``multinomial`` loop, which it does not lower today) is refused with
-the op's location. Runs on linalg on tensors, in either MLIR build (a target fix:
+module without the global is left as it is. Refused with the op's location (an
+`UnsupportedError`): a seed read inside a nested region or another function (torch-mlir's
+``multinomial`` loop, which it does not lower today), and any random op on a target without
+64-bit arithmetic (``refuse_on``: IREE's portable ``vulkan``), since torch-mlir's generator
+computes in i64 and f64 (iree-compile failed on an f64 constant). Runs on linalg on tensors, in either MLIR build (a target fix:
 `lowerkit.pipelines.target_fixes`, so that every pipeline gets it).
 """
 
@@ -114,21 +116,44 @@ def _nested_accesses(module_op: Any, ir: Any) -> list[Any]:
     return found
 
 
-def run(module_op: Any, pass_: Any = None) -> None:
+def _first_access(module_op: Any, ir: Any) -> Any:
+    found = []
+
+    def visit(op):
+        if _is_seed_access(op):
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    return found[0] if found else None
+
+
+def run(module_op: Any, pass_: Any = None, refuse_on: str = "") -> None:
+    """``refuse_on``: the name of a target without 64-bit arithmetic, on which random ops are
+    refused (empty: none)."""
     module_op = getattr(module_op, "operation", module_op)
     ir = Build.of_object(module_op).ir
     seed = _seed_global(module_op, ir)
     if seed is None:
         return
-    nested = _nested_accesses(module_op, ir)
-    for op in nested:
-        op.location.emit_error(
-            f"'{op.name}' of the random ops' seed inside a nested region or a private function "
-            "is not supported: lowerkit passes the seed to the public function at each call "
-            "(seed-as-input), and can thread it only through that function's body")
-    if nested:
+    refused = []
+    if refuse_on:
+        first = _first_access(module_op, ir)
+        if first is not None:
+            refused.append((first, f"is refused on '{refuse_on}': torch-mlir's generator "
+                            "computes in 64-bit integers and floats, which the device lacks; "
+                            "compile for 'vulkan:llvmpipe' or a named GPU"))
+    else:
+        refused = [(op, "inside a nested region or a private function is refused: lowerkit "
+                    "passes the seed to the public function at each call (seed-as-input), and "
+                    "threads it only through that function's body")
+                   for op in _nested_accesses(module_op, ir)]
+    for op, why in refused:
+        op.location.emit_error(f"'{op.name}' (the random ops' seed) {why}")
+    if refused:
         if pass_ is None:
-            raise RuntimeError("seed-as-input: a random op's seed is read in a nested region")
+            raise RuntimeError("seed-as-input: " + refused[0][1])
         pass_.signal_pass_failure()
         return
     for func in _public_functions(module_op):

@@ -44,7 +44,7 @@ module {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     scf.for %i = %c0 to %arg0 step %c1 {
-      // expected-error @+1 {{inside a nested region}}
+      // expected-error @+1 {{(the random ops' seed) inside a nested region}}
       %g = ml_program.global_load @global_seed : tensor<i64>
     }
     return %arg0 : index
