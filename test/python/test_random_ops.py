@@ -46,6 +46,8 @@ PROGRAMS = {
     "bernoulli": lambda x: torch.bernoulli(torch.full_like(x, 0.3)),
     "dropout": lambda x: torch.nn.functional.dropout(torch.ones_like(x), P_DROP, training=True),
     "normal": lambda x: torch.normal(x * 0 + 3.0, 2.0),
+    "multinomial": lambda x: torch.multinomial(torch.arange(1.0, 5.0) + x[0, :4] * 0, N,
+                                               replacement=True),
 }
 
 
@@ -127,6 +129,15 @@ def test_randint_draws_each_value_of_its_range_equally(compiled):
     assert float((rates - 0.1).abs().max()) < _bound(0.1 * 0.9), rates
 
 
+def test_multinomial_draws_each_class_at_its_weight(compiled):
+    torch.manual_seed(9)
+    k = compiled("multinomial")(X)
+    assert k.shape == (N,) and int(k.min()) >= 0 and int(k.max()) <= 3
+    rates = torch.bincount(k, minlength=4).double() / N
+    for rate, p in zip(rates.tolist(), (0.1, 0.2, 0.3, 0.4)):  # weights 1:2:3:4
+        assert abs(rate - p) < _bound(p * (1 - p)), rates
+
+
 def test_bernoulli_rate(compiled):
     torch.manual_seed(5)
     b = compiled("bernoulli")(X)
@@ -150,16 +161,18 @@ def test_two_random_ops_of_one_call_draw_different_samples():
         < _bound(1.0)  # independent: their correlation's standard error is 1 / sqrt(N)
 
 
-def test_two_artifacts_and_a_reloaded_one_give_the_same_stream_under_one_seed(tmp_path):
+def test_two_artifacts_a_cached_and_a_reloaded_one_give_the_same_stream_under_one_seed(
+        tmp_path):
     def program(x):
         return torch.nn.functional.dropout(x, 0.5, training=True)
 
     one = lowerkit.compile(program, (X,), cache=False)
-    two = lowerkit.compile(program, (X,), cache=False)
-    three = lowerkit.Artifact.load(one.save(tmp_path / "dropout.lkz"))
-    assert three.signature.seeded
+    two = lowerkit.compile(program, (X,), cache=tmp_path / "cache")
+    cached = lowerkit.compile(program, (X,), cache=tmp_path / "cache")
+    reloaded = lowerkit.Artifact.load(one.save(tmp_path / "dropout.lkz"))
+    assert cached.cache_hit and cached.signature.seeded and reloaded.signature.seeded
     runs = []
-    for art in (one, two, three):
+    for art in (one, two, cached, reloaded):
         torch.manual_seed(11)
         runs.append([art(X), art(X)])
     for other in runs[1:]:
