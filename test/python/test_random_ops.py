@@ -244,6 +244,18 @@ def test_verify_refuses_a_random_program_saying_why():
         lowerkit.compile(PROGRAMS["rand_like"], (X,), verify=True)
 
 
+def _dropout_factory():
+    return (lambda x: torch.nn.functional.dropout(x, 0.5, training=True)), (X[:4],)
+
+
+def test_run_check_says_it_does_not_compare_a_random_program(capsys, monkeypatch):
+    from lowerkit.cli import main as cli_main
+
+    monkeypatch.setenv("COLUMNS", "250")
+    assert cli_main(["run", f"{__file__}:_dropout_factory", "--check"]) == 0
+    assert "not compared with eager: the program draws random numbers" in capsys.readouterr().out
+
+
 class DropoutMLP(torch.nn.Module):
     def __init__(self):
         super().__init__()
