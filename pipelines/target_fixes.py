@@ -7,8 +7,9 @@
 devices.
 
 Every target takes the random ops' seed as the last argument of its call (`seed-as-input`:
-a calling convention rather than a defect, here so that every pipeline gets it), and gets a barrier after the reductions IREE's CPU path would fuse wrongly
-(`fence-reductions`, its CPU form). A target whose buffers are 32-bit only (IREE's portable
+a calling convention rather than a defect, here so that every pipeline gets it; a target
+without 64-bit arithmetic refuses random ops), and gets a barrier after the reductions IREE's
+CPU path would fuse wrongly (`fence-reductions`, its CPU form). A target whose buffers are 32-bit only (IREE's portable
 Vulkan) gets `widen-narrow-io` at its boundary; a Vulkan target gets every reduction fenced,
 float divisions guarded against zero divisors, the sources of pads and strided slices
 fenced, and sorts IREE's SPIR-V code gets wrong (longer than 256) refused. ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry

@@ -1,7 +1,7 @@
 """seed-as-input: the random ops' seed is an argument of the public function, given at each call.
 
 torch-mlir lowers ``aten.uniform`` (and with it ``rand``, ``randn``, ``randint``, ``bernoulli``,
-training-mode ``dropout``, ``multinomial``) to a counter-based generator keyed by
+training-mode ``dropout``, ``multinomial`` with replacement, as decomposed) to a counter-based generator keyed by
 ``torch_c.get_next_seed``, which its ``convert-torch-conversion-to-mlprogram`` turns into one
 LCG step of a module global, ``ml_program.global @global_seed``, initialised to 0. Each loaded
 context of a vmfb then starts from 0, so every Artifact, every reload and each of the two CPU
@@ -16,11 +16,12 @@ keys from that seed by torch-mlir's own LCG steps, and the function stays pure (
 of one context share no seed). The runtime passes a seed drawn from torch's default generator
 at every call (`lowerkit.runtime.artifact`), so ``torch.manual_seed`` governs the stream. A
 module without the global is left as it is. Refused with the op's location (an
-`UnsupportedError`): a seed read inside a nested region or another function (torch-mlir's
-``multinomial`` loop, which it does not lower today), and any random op on a target without
+`UnsupportedError`): a seed read inside a nested region or another function (torch-mlir's own
+``aten.multinomial`` lowering reads it in a loop; no program reached it here), and any random op on a target without
 64-bit arithmetic (``refuse_on``: IREE's portable ``vulkan``), since torch-mlir's generator
-computes in i64 and f64 (iree-compile failed on an f64 constant). Runs on linalg on tensors, in either MLIR build (a target fix:
-`lowerkit.pipelines.target_fixes`, so that every pipeline gets it).
+computes in i64 and f64 (iree-compile failed on an f64 constant). Runs on linalg on tensors,
+in either MLIR build (a target fix: `lowerkit.pipelines.target_fixes`, so that every pipeline
+gets it).
 """
 
 from __future__ import annotations

@@ -144,7 +144,8 @@ class Artifact:
         args, kwargs = pytree.tree_map(placeholder, (tuple(args), dict(kwargs)))
         values = [swapped.get(id(t), t) for t in self.signature.flatten_inputs(args, kwargs)]
         seed = [draw_seed()] if self.signature.seeded else []
-        outputs = invoke_resident(self.executable, values + seed, len(self.signature.tensor_outputs),
+        outputs = invoke_resident(self.executable, values + seed,
+                                  len(self.signature.tensor_outputs),
                                   [s.dtype for s in self.signature.tensor_outputs])
         if not keep_on_device:
             outputs = [o.cpu() for o in outputs]
