@@ -1,13 +1,15 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
-# CHECK: cpu: fence-reductions
-# CHECK-NEXT: vulkan: widen-narrow-io, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
-# CHECK-NEXT: vulkan:llvmpipe: fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
-# CHECK-NEXT: cuda: fence-reductions
+# CHECK: cpu: seed-as-input, fence-reductions
+# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
+# CHECK-NEXT: vulkan:llvmpipe: seed-as-input, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
+# CHECK-NEXT: cuda: seed-as-input, fence-reductions
 """target-fixes: what a target needs after any pipeline, for defects of IREE's code for its
 devices.
 
-Every target gets a barrier after the reductions IREE's CPU path would fuse wrongly
-(`fence-reductions`, its CPU form). A target whose buffers are 32-bit only (IREE's portable
+Every target takes the random ops' seed as the last argument of its call (`seed-as-input`:
+a calling convention rather than a defect, here so that every pipeline gets it; a target
+without 64-bit arithmetic refuses random ops), and gets a barrier after the reductions IREE's
+CPU path would fuse wrongly (`fence-reductions`, its CPU form). A target whose buffers are 32-bit only (IREE's portable
 Vulkan) gets `widen-narrow-io` at its boundary; a Vulkan target gets every reduction fenced,
 float divisions guarded against zero divisors, the sources of pads and strided slices
 fenced, sorts IREE's SPIR-V code gets wrong (longer than 256) refused, and depthwise
@@ -20,7 +22,7 @@ from __future__ import annotations
 import sys
 
 from lowerkit import Build, Pipeline, PythonPassStage, Target
-from lowerkit.passes import (depthwise_order, narrow_io, pad_fence, reduction_fence,
+from lowerkit.passes import (depthwise_order, narrow_io, pad_fence, reduction_fence, seed_input,
                              sort_guard, strided_slice_fence, zero_divisor)
 
 
@@ -29,7 +31,9 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
     pipeline ended in: `widen-narrow-io` runs in either)."""
     target = Target.parse(target)
     bits = frozenset(target.storage_bits)
-    stages = []
+    refuse = "" if 64 in bits else target.name  # no 64-bit arithmetic for the generator
+    stages = [PythonPassStage.from_module(
+        seed_input, lambda op: seed_input.run(op, refuse_on=refuse), after)]
     if not target.narrow_io:  # its devices' buffers are 32-bit only; the runtime widens to match
         stages.append(PythonPassStage.from_module(
             narrow_io, lambda op: narrow_io.widen(op, bits), after))

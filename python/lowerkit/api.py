@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from pathlib import Path
@@ -15,6 +16,7 @@ from .errors import LowerkitError, UnsupportedError
 from .ingress.importer import ImportedProgram, import_program
 from .ir import Build, op_histogram
 from .iree import bridge, compiler
+from .passes import seed_input
 from .runtime.artifact import Artifact
 from .runtime.verify import verified
 from .stages import dump_index
@@ -176,7 +178,10 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     records.append(StageRecord(compiler.STAGE, Build.IREE, serialise + result.seconds, Counter()))
     if dump is not None:
         dump.add_compile(result)
-    art = Artifact(result.vmfb, target, imported.signature, records, device)
+    signature = imported.signature
+    if seed_input.takes_seed(module):  # random ops: a seed from torch's generator each call
+        signature = dataclasses.replace(signature, seeded=True)
+    art = Artifact(result.vmfb, target, signature, records, device)
     art.compile_stats = compiler.statistics(result)
     if "llvm-cpu" in target.backend.split("+"):  # what the CPU code may use, checked at load
         resolved = resolve_host_cpu(llvmcpu_flags([*target.flags, *iree_flags]))

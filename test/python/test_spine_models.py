@@ -24,8 +24,10 @@ def test_model_matches_eager_on_cpu(name):
     names = [r.name for r in art.records]
     default = lowerkit.resolve_pipeline(None).stage_names
     assert "torch-backend-contract" in default and "linalg-on-tensors" in default
-    # then the target's own fixes (in IREE's build: the module crosses over first)
-    assert names == ["torch-import", *default, "bridge-to-iree", "fence-reductions", "iree-compile"]
+    # then the target's own fixes: the seed's calling convention in the build the pipeline
+    # ended in, then (in IREE's build: the module crosses over first) the fences
+    assert names == ["torch-import", *default, "seed-as-input", "bridge-to-iree",
+                     "fence-reductions", "iree-compile"]
 
 
 def test_dynamic_batch_compiled_once_runs_at_three_sizes():

@@ -272,6 +272,18 @@ def _kthvalue(x: torch.Tensor, k: int, dim: int = -1, keepdim: bool = False) -> 
     return values, indices
 
 
+def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None) -> Any:
+    """``torch.normal(mean, std)`` as ``mean + std * randn``: torch-mlir (20261001) has no
+    definition of ``aten.normal``'s tensor overloads (an `UnsupportedError`), and ``randn``
+    draws from the call's seed like every random op (`passes/seed_input.py`)."""
+    if generator is not None:
+        return NotImplemented  # only torch's default generator feeds a compiled program
+    like = mean if isinstance(mean, torch.Tensor) else std
+    shape = torch.broadcast_shapes(*(v.shape for v in (mean, std) if isinstance(v, torch.Tensor)))
+    noise = torch.randn(shape, dtype=torch.result_type(mean, std), device=like.device)
+    return mean + std * noise
+
+
 def table() -> dict[Any, Callable]:
     """lowerkit's decompositions by op overload (empty with ``LOWERKIT_DECOMPOSITIONS=0``)."""
     if os.environ.get("LOWERKIT_DECOMPOSITIONS", "1") == "0":
@@ -288,4 +300,7 @@ def table() -> dict[Any, Callable]:
         aten._unsafe_index.Tensor: _unsafe_index,
         aten.threshold_backward.default: _threshold_backward,
         aten.kthvalue.default: _kthvalue,
+        aten.normal.Tensor_float: _normal,
+        aten.normal.float_Tensor: _normal,
+        aten.normal.Tensor_Tensor: _normal,
     }

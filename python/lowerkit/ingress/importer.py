@@ -142,6 +142,23 @@ def _keep_non_persistent_buffers(exported: torch.export.ExportedProgram) -> None
             exported.state_dict[spec.target] = exported.constants[spec.target]
 
 
+def _refuse_explicit_generators(exported: torch.export.ExportedProgram) -> None:
+    """A random op given its own ``torch.Generator`` (``torch.rand(..., generator=g)``):
+    a compiled program draws from the seed each call passes, taken from torch's default
+    generator (`lowerkit.passes.seed_input`); the importer would fail on the generator object
+    with no word of why."""
+    for spec in exported.graph_signature.input_specs:
+        if getattr(spec.arg, "class_fqn", "") == "torch._C.Generator":
+            users = [n for n in exported.graph.nodes if n.op == "call_function"
+                     and any(getattr(a, "name", None) == spec.arg.name for a in
+                             [*n.args, *n.kwargs.values()])]
+            where = f" ({users[0].target})" if users else ""
+            raise IngressError(
+                f"stage 'torch-import' failed: a random op{where} is given its own "
+                "torch.Generator; lowerkit's random ops draw from torch's default generator "
+                "(a seed per call, governed by torch.manual_seed): drop generator=")
+
+
 def _leaf_dynamic_specs(args: tuple, kwargs: dict, dynamic_shapes: Any, fn: Callable) -> list:
     """torch.export's ``dynamic_shapes`` (by position or by parameter name) per tensor leaf, in
     the order the call's pytree flattens: positional arguments, then keyword arguments as
@@ -238,6 +255,7 @@ def import_program(
     as_exported = _export(wrapper, tensors, dyn, "")
     exported, state = _with_explicit_state(_decompose(as_exported), wrapper, tensors, dyn)
     _keep_non_persistent_buffers(exported)
+    _refuse_explicit_generators(exported)
     signature = _call_signature(exported, in_spec, in_leaves, captured, dyn, state)
     try:
         # issue 7: weights go in as raw bytes (tensor_literals), not through tolist() (~8 s on ResNet-18).

@@ -143,6 +143,10 @@ class CallSignature:
     # Tensor inputs (by index among the tensor inputs) the program changes in place: their new
     # values lead the compiled function's outputs and are copied back into the caller's tensors.
     mutated_inputs: list[int] = field(default_factory=list)
+    # Whether the compiled function takes the random ops' seed, a 0-d int64 tensor, as its last
+    # input (after the state): the program draws random numbers (`passes/seed_input.py`), and
+    # each call passes a seed drawn from torch's default generator (`runtime.artifact`).
+    seeded: bool = False
 
     # -- calling ---------------------------------------------------------------------------
     def describe_inputs(self) -> str:
@@ -306,6 +310,7 @@ class CallSignature:
             "out_leaves": [leaf(l) for l in self.out_leaves],
             "state": [s.to_json() for s in self.state],
             "mutated_inputs": list(self.mutated_inputs),
+            "seeded": self.seeded,
         }
 
     @staticmethod
@@ -326,6 +331,7 @@ class CallSignature:
             [leaf(x) for x in d["out_leaves"]],
             [TensorSpec.from_json(x) for x in d.get("state", [])],
             list(d.get("mutated_inputs", [])),
+            bool(d.get("seeded", False)),
         )
 
     def json_safe(self) -> bool:

@@ -23,6 +23,7 @@ PASSES = {
     "fold-empty-contractions": "empty_contractions",
     "round-f64-constants": "f64_constants",
     "widen-narrow-io": "narrow_io",
+    "seed-as-input": "seed_input",
     # IREE's build (each module's BUILD): the target fixes (lowerkit.pipelines.target_fixes)
     "fence-reductions": "reduction_fence",
     "guard-zero-divisors": "zero_divisor",

@@ -30,6 +30,13 @@ from .executable import DeviceTensor, Executable, invoke_resident, wide_dtypes
 FORMAT_VERSION = 1
 
 
+def draw_seed() -> torch.Tensor:
+    """The seed of one call's random ops (`CallSignature.seeded`): one int64 from torch's
+    default generator, so that ``torch.manual_seed`` makes the calls reproducible, each call
+    draws new samples, and eager code between calls advances the same stream."""
+    return torch.randint(-(1 << 63), (1 << 63) - 1, (), dtype=torch.int64)
+
+
 class Artifact:
     """A compiled program. ``artifact(*args, **kwargs)`` runs it like the original model."""
 
@@ -118,13 +125,15 @@ class Artifact:
         mutated = self.signature.mutated_inputs
         n_outputs = len(mutated) + len(self.signature.tensor_outputs)
         executable = self.executable
+        seed = [draw_seed()] if self.signature.seeded else []  # the last input, after the state
         if not self.state:
-            outputs = executable.invoke(tensors, n_outputs)
+            outputs = executable.invoke(tensors + seed if seed else tensors, n_outputs)
             if executable.widen:
                 outputs = self._narrowed(outputs)
         else:
             with self._state_lock:  # calls update the state one after another, as in eager
-                outputs = executable.invoke(tensors + self.state, n_outputs + len(self.state))
+                outputs = executable.invoke(tensors + self.state + seed,
+                                            n_outputs + len(self.state))
                 if executable.widen:
                     outputs = self._narrowed(outputs)
                 self.state = outputs[n_outputs:]
@@ -153,7 +162,9 @@ class Artifact:
 
         args, kwargs = pytree.tree_map(placeholder, (tuple(args), dict(kwargs)))
         values = [swapped.get(id(t), t) for t in self.signature.flatten_inputs(args, kwargs)]
-        outputs = invoke_resident(self.executable, values, len(self.signature.tensor_outputs),
+        seed = [draw_seed()] if self.signature.seeded else []
+        outputs = invoke_resident(self.executable, values + seed,
+                                  len(self.signature.tensor_outputs),
                                   [s.dtype for s in self.signature.tensor_outputs])
         if not keep_on_device:
             outputs = [o.cpu() for o in outputs]

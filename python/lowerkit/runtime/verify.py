@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 import torch.utils._pytree as pytree
 
-from ..errors import VerificationError
+from ..errors import LowerkitError, VerificationError
 from .artifact import Artifact
 from .executable import DeviceTensor
 from .numerics import Tolerance, compare
@@ -68,4 +68,10 @@ def verified(artifact: Artifact, reference: Callable, options: Any = True) -> Ve
         raise TypeError(f"verify options are tol, or rtol and atol; got {sorted(unknown)}")
     if "tol" in opts and ({"rtol", "atol"} & set(opts)):
         raise TypeError("verify takes tol, or rtol and atol, not both")
+    if artifact.signature.seeded:
+        raise LowerkitError(
+            "verify cannot check a program that draws random numbers (torch.rand, randn, "
+            "bernoulli, dropout in training, ...): its samples come from lowerkit's own "
+            "generator and differ from eager's by design (README: random ops). Compile it "
+            "without verify, or check it in eval mode")
     return VerifiedArtifact(artifact, reference, opts.get("rtol"), opts.get("atol"), opts.get("tol"))

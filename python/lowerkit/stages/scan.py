@@ -131,7 +131,8 @@ def scan_stage(stage: Any, module: Any, first: StageError | None = None) -> tupl
 # is not among them: that is a gap or a bug, a plain `StageError`.
 _REFUSAL = re.compile(r"failed to legalize operation 'torch\.operator'|"
                       r"custom op '[\w.:]+' has no lowering|"
-                      r"'[\w.]+' along .* is refused on ")
+                      r"'[\w.]+' along .* is refused on |"
+                      r"'[\w.]+' \(the random ops' seed\) .*is refused")
 
 
 def is_refusal(diagnostics: list[Diagnostic]) -> bool:
