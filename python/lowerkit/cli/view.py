@@ -13,12 +13,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    import signal
+    import sys
+
     from lowerkit.tools import view
 
     from ._console import console as console_
 
     console = console_()
     viewer = view.start(args.dump, args.port)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop the server on `kill` too
     try:
         graphs = sorted(viewer.directory.glob("*.graph.json"))
         console.print(f"Model Explorer: {viewer.url}/  (serving {viewer.directory})")

@@ -43,6 +43,7 @@ class DumpEntry:
     ops: Counter = field(default_factory=Counter)
     files: list[dict] = field(default_factory=list)  # executables: name, dispatch, kind, size
     graph: Path | None = None  # the stage as Model Explorer graph JSON (`dump_graph`)
+    graph_ids: list[str] = field(default_factory=list)  # its graphs, the largest first
 
     @property
     def size(self) -> int:
@@ -104,7 +105,9 @@ class DumpInstrument(Instrument):
         if not self.graphs or entry.path.suffix != ".mlir":
             return
         try:
-            entry.graph = dump_graph.write_graph(entry.path, failed=failed)
+            collection = dump_graph.write_graph(entry.path, failed=failed)
+            entry.graph = dump_graph.graph_path(entry.path)
+            entry.graph_ids = dump_graph.graph_ids(collection)
         except Exception as e:  # noqa: BLE001 - a view is never worth a failed compile
             import warnings
 
@@ -153,10 +156,10 @@ class DumpInstrument(Instrument):
         if not inputs or not failed or not self.graphs:
             return
         entry = self.entries[-1]
+        out = entry.path.with_name(entry.path.stem + ".graph.json")
         try:
-            entry.graph = dump_graph.write_graph(
-                inputs[-1].path, entry.path.with_name(entry.path.stem + ".graph.json"),
-                failed=failed)
+            collection = dump_graph.write_graph(inputs[-1].path, out, failed=failed)
+            entry.graph, entry.graph_ids = out, dump_graph.graph_ids(collection)
         except Exception as e:  # noqa: BLE001
             import warnings
 

@@ -339,11 +339,8 @@ def _functions(op: Any, prefix: str = ""):
 def module_graphs(module: Any, label: str, failed: Iterable[FailedOp] = ()) -> dict:
     """A Model Explorer ``GraphCollection`` (as plain data) of an IREE-build module."""
     failed = tuple(failed)
-    graphs, marked = [], 0
-    for path, func in _functions(module.operation):
-        builder = _GraphBuilder(func, path or func.name, failed)
-        graphs.append(builder.graph())
-        marked += builder.marked
+    graphs = [_GraphBuilder(func, path or func.name, failed).graph()
+              for path, func in _functions(module.operation)]
     return {"label": label, "graphs": graphs}
 
 
@@ -361,11 +358,17 @@ def graph_path(mlir: Path) -> Path:
     return mlir.with_name(mlir.stem + ".graph.json")
 
 
-def write_graph(mlir: Path, out: Path | None = None, *, failed: Iterable[FailedOp] = ()) -> Path:
-    """Write the graph JSON of the stage in ``mlir`` (beside it unless ``out`` is given)."""
+def graph_ids(collection: dict) -> list[str]:
+    """A collection's graph ids, the largest graph first (the one Model Explorer opens)."""
+    return [g["id"] for g in sorted(collection["graphs"], key=lambda g: -len(g["nodes"]))]
+
+
+def write_graph(mlir: Path, out: Path | None = None, *, failed: Iterable[FailedOp] = ()) -> dict:
+    """Write the graph JSON of the stage in ``mlir`` (beside it unless ``out`` is given);
+    return the collection written."""
     mlir = Path(mlir)
     out = Path(out) if out is not None else graph_path(mlir)
     module = parse_stage(mlir.read_text())
     collection = module_graphs(module, out.name[: -len(".graph.json")], failed)
     out.write_text(json.dumps(collection, separators=(",", ":")))
-    return out
+    return collection

@@ -44,15 +44,23 @@ def dispatch_count(ops: Counter) -> int:
     return max(sum(ops.get(o, 0) for o in EXPORT_OPS), sum(ops.get(o, 0) for o in DISPATCH_REGIONS))
 
 
-def graph_url(base: str, *graphs: str | os.PathLike) -> str:
-    """Model Explorer's address that opens each graph JSON file in a pane of its own (one
-    file: one pane; two: side by side, e.g. a stage and the stage before it)."""
-    data: dict = {"models": [{"url": str(Path(g).resolve())} for g in graphs]}
-    if len(graphs) > 1:
-        data["uiState"] = {"paneStates": [
-            {"deepestExpandedGroupNodeIds": [], "selectedNodeId": "", "selectedGraphId": "",
-             "selectedCollectionLabel": Path(g).name[: -len(".graph.json")],
-             "widthFraction": 1 / len(graphs)} for g in graphs]}
+def graph_url(base: str, *panes: tuple[str | os.PathLike, list[str]]) -> str:
+    """Model Explorer's address that opens each graph JSON file (with its graph ids, largest
+    first) in a pane of its own: one file, one pane; two, side by side (a stage and the one
+    before it), each pane on its file's largest graph."""
+    data: dict = {"models": [{"url": str(Path(path).resolve())} for path, _ in panes]}
+    if len(panes) > 1:
+        states, seen = [], set()
+        for path, ids in panes:
+            graph = ids[0] if ids else ""
+            # Model Explorer renames a graph id that an earlier file used: "main" -> "main (2)"
+            selected = f"{graph} (2)" if graph in seen else graph
+            seen.update(ids)
+            states.append({"deepestExpandedGroupNodeIds": [], "selectedNodeId": "",
+                           "selectedGraphId": selected,
+                           "selectedCollectionLabel": Path(path).name[: -len(".graph.json")],
+                           "widthFraction": 1 / len(panes)})
+        data["uiState"] = {"paneStates": states}
     return f"{base.rstrip('/')}/?data={quote(json.dumps(data))}"
 
 
@@ -70,6 +78,7 @@ def build_index(entries: list, *, title: str, target: str | None = None,
             "op_count": sum(ops.values()), "functions": function_count(ops),
             "dispatches": dispatch_count(ops), "appeared": [], "disappeared": [],
             "graph": e.graph.name if getattr(e, "graph", None) is not None else None,
+            "graph_ids": list(getattr(e, "graph_ids", None) or []),
         }
         if e.kind == "executables":
             row["files"] = e.files
@@ -157,9 +166,10 @@ details summary{cursor:pointer;color:#1b4fb8;font-size:13px}
 
 
 def _graph_links(s: dict, before: dict | None, viewer: str, folder: Path) -> str:
-    links = [f"<a class='graph' href='{_esc(graph_url(viewer, folder / s['graph']))}'>graph</a>"]
+    pane = (folder / s["graph"], s.get("graph_ids", []))
+    links = [f"<a class='graph' href='{_esc(graph_url(viewer, pane))}'>graph</a>"]
     if before is not None:
-        both = graph_url(viewer, folder / before["graph"], folder / s["graph"])
+        both = graph_url(viewer, (folder / before["graph"], before.get("graph_ids", [])), pane)
         links.append(f"<a class='compare' href='{_esc(both)}'>compare with "
                      f"{before['number']:02d} {_esc(before['name'])}</a>")
     return "<span class='links'>" + " · ".join(links) + "</span>"

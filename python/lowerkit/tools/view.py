@@ -66,7 +66,12 @@ class Viewer:
     log: Path
 
     def stage_url(self, *graphs: str | os.PathLike) -> str:
-        return dump_index.graph_url(self.url, *[self.directory / g for g in graphs])
+        """The address that opens these graph files of the dump (two: side by side)."""
+        panes = []
+        for g in graphs:
+            path = self.directory / g
+            panes.append((path, dump_graph.graph_ids(json.loads(path.read_text()))))
+        return dump_index.graph_url(self.url, *panes)
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -122,6 +127,11 @@ def start(directory: str | os.PathLike, port: int | None = None, *,
     index = directory / "index.json"
     if index.exists():
         data = json.loads(index.read_text())
+        for row in data["stages"]:  # a dump from before graphs: the ones written just now
+            graph = dump_graph.graph_path(directory / row["file"])
+            if row["file"].endswith(".mlir") and not row.get("graph") and graph.exists():
+                row["graph"] = graph.name
+                row["graph_ids"] = dump_graph.graph_ids(json.loads(graph.read_text()))
         (directory / "index.html").write_text(dump_index.render_html(
             data, viewer=url, folder=directory))
     return viewer
