@@ -9,6 +9,7 @@ empties a folder, so pointing it at a folder that holds other files is safe.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -67,6 +68,7 @@ class DumpInstrument(Instrument):
         self.directory.mkdir(parents=True, exist_ok=True)
         self.elide = elide
         self.graphs = graphs
+        self._last_graph: tuple[str, dict] | None = None  # (stage text, its graph)
         self.print_passes_of = print_passes_of
         self.counter = start
         self.entries: list[DumpEntry] = []
@@ -105,7 +107,15 @@ class DumpInstrument(Instrument):
         if not self.graphs or entry.path.suffix != ".mlir":
             return
         try:
-            collection = dump_graph.write_graph(entry.path, failed=failed)
+            text = entry.path.read_text()
+            if not failed and self._last_graph is not None and self._last_graph[0] == text:
+                # a stage that changed nothing: the graph before it, under its own name
+                collection = dict(self._last_graph[1], label=entry.path.stem)
+                dump_graph.graph_path(entry.path).write_text(json.dumps(collection, separators=(",", ":")))
+            else:
+                collection = dump_graph.write_graph(entry.path, failed=failed)
+            if not failed:
+                self._last_graph = (text, collection)
             entry.graph = dump_graph.graph_path(entry.path)
             entry.graph_ids = dump_graph.graph_ids(collection)
         except Exception as e:  # noqa: BLE001 - a view is never worth a failed compile

@@ -16,7 +16,8 @@ What the graph shows:
 - ops are laid out in layers named after the model's modules, from the location the importer
   gave each op (``layer1/0/conv1/convolution_3``, `lowerkit.ingress.locations`); fused
   locations go to the layers' common ancestor;
-- an op with regions is a layer of its own, the op pinned at its top and its body inside;
+- an op with regions is a layer of its own, the op pinned at its top and its body inside
+  (not linalg's named ops, whose bodies their text does not show either);
 - a function with several blocks has a layer per block (``^bb1``), with a node for the block
   that its predecessors' branches point to;
 - an op without operands (constants, weights, empty tensors) is drawn in the layer of its
@@ -38,6 +39,9 @@ from typing import Any, Iterable
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"(:\d+)?')
 _FILE_LOC = re.compile(r'"([^"]+)":(\d+):\d+')
 ATTR_LIMIT = 200  # characters of an attribute's text kept on a node
+# linalg's named ops (conv, matmul, fill, ...) have a body that their text never shows: drawn
+# as one op each, not as layers
+SHOWN_BODIES = ("linalg.generic", "linalg.map", "linalg.reduce")
 ERROR_STYLE = {"backgroundColor": "#fde3e3", "borderColor": "#c0392b", "hoveredBorderColor": "#7b1c12"}
 
 
@@ -250,7 +254,8 @@ class _GraphBuilder:
         holds it (its body, in the same module, stays flat; ops of other modules get theirs)."""
         location, named = self._location(op)
         namespace = layer if named == outer else _join(layer, named)
-        has_body = any(len(r.blocks) for r in op.regions)
+        has_body = any(len(r.blocks) for r in op.regions) and (
+            not op.name.startswith("linalg.") or op.name in SHOWN_BODIES)
         node = self._node(op.name, namespace)
         if has_body:  # the op is a layer: itself at the top, its regions inside
             node["namespace"] = _join(namespace, f"{op.name}_{node['id']}")
