@@ -8,10 +8,14 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from urllib.parse import unquote
+
 import pytest
+import torch
 
 import lowerkit
 from lowerkit.stages import dump_graph
+from lowerkit.stages.dump_index import graph_url
 from lowerkit.stages.dump_graph import FailedOp, layer_of, location_names, module_graphs, parse_stage
 
 ZOO_MODELS = ("simple_cnn", "mlp")  # the zoo's two smallest models with modules (~10 s both)
@@ -216,3 +220,61 @@ def test_failed_ops_are_marked():
     assert {"key": "error", "value": "cannot negate"} in marked[0]["attrs"]
     elsewhere = module_graphs(parse_stage(MULTI_BLOCK), "t", [FailedOp("arith.negf", "/m.py:99", "x")])
     assert not [n for g in elsewhere["graphs"] for n in g["nodes"] if "style" in n]
+
+
+class _Digamma(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.digamma(self.lin(x))  # LINE digamma
+
+
+def test_a_failed_stage_has_its_input_drawn_with_the_failing_op_marked(tmp_path):
+    torch.manual_seed(0)
+    with pytest.raises(lowerkit.StageError):
+        lowerkit.compile(_Digamma(), (torch.rand(2, 4),), dump_dir=tmp_path)
+    graph = next(tmp_path.glob("*-torch-backend-contract.error.graph.json"))
+    collection = json.loads(graph.read_text())
+    check_format(collection)
+    marked = [n for g in collection["graphs"] for n in g["nodes"] if "style" in n]
+    assert [n["label"] for n in marked] == ["torch.operator"]
+    assert any(a["key"] == "name" and "digamma" in a["value"] for a in marked[0]["attrs"])
+    assert any(a["key"] == "error" and "legalize" in a["value"] for a in marked[0]["attrs"])
+    assert marked[0]["namespace"] == ""  # the top-level forward's op; the Linear's are in "lin"
+    assert {n["namespace"] for g in collection["graphs"] for n in g["nodes"]} >= {"lin"}
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert index["stages"][-1]["graph"] == graph.name
+    page = (tmp_path / "index.html").read_text()
+    assert page.count("class='graph'") == sum(1 for s in index["stages"] if s["graph"])
+
+
+def test_compare_link_opens_each_stage_in_its_own_pane():
+    url = graph_url("http://127.0.0.1:8080", ("/d/15-a.graph.json", ["main"]),
+                    ("/d/16-b.graph.json", ["main", "other"]))
+    data = json.loads(unquote(url.split("?data=", 1)[1]))
+    assert [m["url"] for m in data["models"]] == ["/d/15-a.graph.json", "/d/16-b.graph.json"]
+    panes = data["uiState"]["paneStates"]
+    assert [(p["selectedCollectionLabel"], p["selectedGraphId"]) for p in panes] == [
+        ("15-a", "main"), ("16-b", "main (2)")]  # Model Explorer renames the second "main"
+    one = json.loads(unquote(graph_url("http://h:1", ("/d/x.graph.json", ["f"])).split("?data=")[1]))
+    assert one == {"models": [{"url": "/d/x.graph.json"}]}
+
+
+def test_view_without_model_explorer_says_what_to_install(tmp_path, monkeypatch, capsys):
+    from lowerkit.cli import main as cli_main
+    from lowerkit.tools import view
+
+    (tmp_path / "01-s.mlir").write_text("func.func @f() { return }\n")
+    monkeypatch.setattr(view, "available", lambda: False)
+
+    def never(*a, **k):
+        raise AssertionError("Model Explorer must not be started")
+
+    monkeypatch.setattr(view.subprocess, "Popen", never)
+    assert cli_main(["view", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "pip install 'lowerkit[view]'" in err
+    assert cli_main(["view", str(tmp_path / "nowhere")]) == 1
+    assert "not a folder" in capsys.readouterr().err

@@ -175,9 +175,19 @@ def _symbol(op: Any) -> str | None:
     return str(attrs["sym_name"]).strip('"')
 
 
-def _matches(op_name: str, location: str, failed: Iterable[FailedOp]) -> FailedOp | None:
+def _op_names(op: Any) -> set[str]:
+    """The names a diagnostic may call an op by: its own, and for torch-mlir's placeholder of
+    an op it has no definition of (``torch.operator``), the ATen op's."""
+    names = {op.name}
+    if op.name == "torch.operator" and "name" in op.attributes:
+        names.add(str(op.attributes["name"]).strip('"'))
+    return names
+
+
+def _matches(op: Any, location: str, failed: Iterable[FailedOp]) -> FailedOp | None:
+    names = _op_names(op)
     for f in failed:
-        if f.op is not None and f.op != op_name:
+        if f.op is not None and f.op not in names:
             continue
         if f.location is not None:
             lines = {f"{m.group(1)}:{m.group(2)}" for m in _FILE_LOC.finditer(location)}
@@ -275,7 +285,7 @@ class _GraphBuilder:
                                               "targetNodeInputId": str(i)})
         if len(op.operands) == 0 and not has_body and len(op.results):
             self.leaves.append(node)
-        bad = _matches(op.name, location, self.failed) if self.failed else None
+        bad = _matches(op, location, self.failed) if self.failed else None
         if bad is not None:
             node["style"] = dict(ERROR_STYLE)
             node["attrs"].append(_kv("error", bad.message))
