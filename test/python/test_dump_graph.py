@@ -218,8 +218,15 @@ def test_failed_ops_are_marked():
     marked = [n for g in collection["graphs"] for n in g["nodes"] if "style" in n]
     assert [n["label"] for n in marked] == ["arith.negf"]
     assert {"key": "error", "value": "cannot negate"} in marked[0]["attrs"]
-    elsewhere = module_graphs(parse_stage(MULTI_BLOCK), "t", [FailedOp("arith.negf", "/m.py:99", "x")])
-    assert not [n for g in elsewhere["graphs"] for n in g["nodes"] if "style" in n]
+    def marked_by(*failed):
+        graphs = module_graphs(parse_stage(MULTI_BLOCK), "t", failed)["graphs"]
+        return sorted(n["label"] for g in graphs for n in g["nodes"] if "style" in n)
+
+    # the op at that line only, not every op of the line nor every op of the name elsewhere
+    assert marked_by(FailedOp("arith.mulf", "/m.py:5", "x")) == ["arith.mulf"]
+    # a line the stage does not hold (iree-compile's own files): every op of the name
+    assert marked_by(FailedOp("arith.negf", "/dumped/dispatch.mlir:2", "x")) == ["arith.negf"]
+    assert marked_by(FailedOp("math.erfc", "/m.py:5", "x")) == []
 
 
 class _Digamma(torch.nn.Module):
@@ -278,3 +285,17 @@ def test_view_without_model_explorer_says_what_to_install(tmp_path, monkeypatch,
     assert "pip install 'lowerkit[view]'" in err
     assert cli_main(["view", str(tmp_path / "nowhere")]) == 1
     assert "not a folder" in capsys.readouterr().err
+
+
+def test_ops_iree_compile_rejects_are_marked_on_its_input(tmp_path):
+    """iree-compile's diagnostics name lines of its dumped executables, not the stage's: the
+    ops are then found by name."""
+    from test_failures import TwoErf, _use_erfc
+
+    pipe = lowerkit.Pipeline("erfc-for-iree", [lowerkit.resolve_pipeline(None),
+                                               lowerkit.FunctionStage("use-erfc", _use_erfc)])
+    with pytest.raises(lowerkit.StageError):
+        lowerkit.compile(TwoErf(), (torch.rand(4, 4),), pipeline=pipe, dump_dir=tmp_path)
+    graph = json.loads(next(tmp_path.glob("*-iree-compile.error.graph.json")).read_text())
+    marked = [n["label"] for g in graph["graphs"] for n in g["nodes"] if "style" in n]
+    assert marked == ["math.erfc", "math.erfc"]

@@ -23,7 +23,8 @@ What the graph shows:
 - an op without operands (constants, weights, empty tensors) is drawn in the layer of its
   first user: edges to users in other layers are left out and the user lists the value in its
   attributes (fanning out to every layer, weights made one layout take 89 s);
-- ``failed`` marks the ops a failed stage reported (op name and source line) in red.
+- ``failed`` marks the ops a failed stage reported (op name and source line) in red; a
+  report whose line the stage does not hold marks every op of its name.
 """
 
 from __future__ import annotations
@@ -208,7 +209,7 @@ class _GraphBuilder:
         self.nodes: list[dict] = []
         self.sources: dict[Any, tuple[str, str]] = {}  # mlir Value -> (node id, output id)
         self.leaves: list[dict] = []  # operand-less op nodes, placed after their users
-        self.marked = 0
+        self.found: set[FailedOp] = set()  # the failures that marked an op here
         self._locations: dict[Any, tuple[str, str]] = {}  # location attribute -> (text, layer)
         self._build(func)
 
@@ -289,7 +290,7 @@ class _GraphBuilder:
         if bad is not None:
             node["style"] = dict(ERROR_STYLE)
             node["attrs"].append(_kv("error", bad.message))
-            self.marked += 1
+            self.found.add(bad)
         if has_body:
             inner = node["namespace"]
             regions = [r for r in op.regions if len(r.blocks)]
@@ -354,9 +355,16 @@ def _functions(op: Any, prefix: str = ""):
 def module_graphs(module: Any, label: str, failed: Iterable[FailedOp] = ()) -> dict:
     """A Model Explorer ``GraphCollection`` (as plain data) of an IREE-build module."""
     failed = tuple(failed)
-    graphs = [_GraphBuilder(func, path or func.name, failed).graph()
-              for path, func in _functions(module.operation)]
-    return {"label": label, "graphs": graphs}
+    builders = [_GraphBuilder(func, path or func.name, failed)
+                for path, func in _functions(module.operation)]
+    found = {f for b in builders for f in b.found}
+    lost = [f for f in failed if f not in found and f.op is not None and f.location is not None]
+    if lost:  # a line this stage does not hold (iree-compile names its dumped files): by op alone
+        again = tuple(f for f in failed if f not in lost) + tuple(
+            FailedOp(f.op, None, f.message) for f in lost)
+        builders = [_GraphBuilder(func, path or func.name, again)
+                    for path, func in _functions(module.operation)]
+    return {"label": label, "graphs": [b.graph() for b in builders]}
 
 
 def parse_stage(text: str) -> Any:
