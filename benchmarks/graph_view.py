@@ -11,7 +11,10 @@ app's files cached, as after a user's first open): from ``page.goto`` of the sta
 until Model Explorer shows the graph's info panel (op node count, layer count) with no
 "Processing graph" message, plus two animation frames: the app started, the JSON fetched from
 its server, parsed, processed, the root layer laid out and drawn. Also timed: the server's read
-of the JSON alone (``/api/v1/read_text_file``). ``--reuse`` opens an existing dump in ``--dump``.
+of the JSON alone (``/api/v1/read_text_file``), and the CPU time (user + system) that every
+process below this one (Chromium's, Model Explorer's server) spent in the open: on a loaded
+machine the wall time grows, the CPU time much less. ``--reuse`` opens an existing dump in
+``--dump``.
 Needs ``pip install 'lowerkit[view]' playwright`` and ``apt-get install chromium``.
 """
 
@@ -31,7 +34,6 @@ from rich.console import Console
 from rich.table import Table
 
 import lowerkit
-from lowerkit.stages import dump_graph
 from lowerkit.tools import view
 from lowerkit.tools.bench import run_metadata
 
@@ -51,14 +53,30 @@ def stage_sizes(folder: Path) -> list[dict]:
     return rows
 
 
-def open_seconds(context, url: str) -> float:
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of every process below this one, alive now."""
+    import psutil  # Model Explorer's own dependency
+
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            t = child.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total
+
+
+def open_seconds(context, url: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of one open in a new tab."""
     page = context.new_page()
     try:
+        cpu = _children_cpu()
         start = time.perf_counter()
         page.goto(url)
         page.wait_for_function(LOADED, timeout=120_000, polling=20)
         page.evaluate(TWO_FRAMES)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, _children_cpu() - cpu
     finally:
         page.close()
 
@@ -108,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
                     read.append(time.perf_counter() - t)
                 samples = [open_seconds(context, viewer.stage_url(stage["graph"]))
                            for _ in range(args.repeats)]
-                results[why] = {**stage, "open_s": samples, "open_median_s": statistics.median(samples),
+                wall = [w for w, _ in samples]
+                cpu = [c for _, c in samples]
+                results[why] = {**stage, "open_s": wall, "open_median_s": statistics.median(wall),
+                                "open_cpu_s": cpu, "open_cpu_median_s": statistics.median(cpu),
                                 "server_read_median_s": statistics.median(read)}
         finally:
             browser.close()
@@ -118,12 +139,13 @@ def main(argv: list[str] | None = None) -> int:
                      "cached) to its info panel shown with no 'Processing graph' message, plus "
                      "two animation frames; headless Chromium " + CHROMIUM}
     table = Table(title=f"{args.model}: stages opened in Model Explorer ({args.repeats} opens each)")
-    for col in ("", "stage", "graphs", "nodes (largest graph)", "JSON", "server read s", "open s (median)"):
+    for col in ("", "stage", "graphs", "nodes (largest graph)", "JSON", "server read s",
+                "open s (median)", "CPU s"):
         table.add_column(col, justify="left" if col in ("", "stage") else "right")
     for why, r in results.items():
         table.add_row(why, Path(r["graph"]).name, str(r["graphs"]), f"{r['nodes']} ({r['largest_graph_nodes']})",
                       f"{r['bytes'] / 2**20:.1f} MiB", f"{r['server_read_median_s']:.2f}",
-                      f"{r['open_median_s']:.2f}")
+                      f"{r['open_median_s']:.2f}", f"{r['open_cpu_median_s']:.2f}")
     Console().print(table)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
