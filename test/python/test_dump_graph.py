@@ -7,7 +7,6 @@ import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
-
 from urllib.parse import unquote
 
 import pytest
