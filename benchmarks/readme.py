@@ -283,6 +283,24 @@ def render_e2e(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + " ".join(extra) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- graph_view.py --json -------------------------------------------------------------------------
+def render_graph_view(data: dict, path: str) -> str:
+    """A dump's largest stages opened in Model Explorer: size and time to a drawn graph."""
+    lines = [f"| {data['model']} stage opened in Model Explorer | graphs | nodes (largest graph) "
+             f"| JSON | server's read of the JSON | open, median of {data['repeats']} "
+             "| CPU time of the open |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for why, r in data["opened"].items():
+        lines.append(f"| {why}: `{Path(r['graph']).name}` | {r['graphs']} | {r['nodes']} "
+                     f"({r['largest_graph_nodes']}) | {r['bytes'] / 2**20:.1f} MiB "
+                     f"| {_seconds(r['server_read_median_s'])} s | **{_seconds(r['open_median_s'])} s** "
+                     f"| {_seconds(r.get('open_cpu_median_s'))} s |")
+    dump = (f" The dump with every stage's graph took {_seconds(data['dump_s'])} s."
+            if data.get("dump_s") else "")
+    return ("\n".join(lines) + f"\n\nTimed: {data['timed']}.{dump}\n\n"
+            + provenance(path, data["meta"]))
+
+
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
@@ -323,6 +341,11 @@ BLOCKS: dict[str, Block] = {
          " --jobs 2 --check-export --json benchmarks/results/e2e-backend.json"
          " --expectations test/e2e/expectations_backend.py",),
         render_e2e),
+    "graph-view": Block(
+        ("graph-view.json",),
+        (".venv/bin/python benchmarks/graph_view.py resnet50 --repeats 3"
+         " --json benchmarks/results/graph-view.json",),
+        render_graph_view),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),

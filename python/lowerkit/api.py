@@ -115,6 +115,9 @@ def compile_imported(
     try:
         art = _compile(load, target, pipe, dump, instruments, iree_flags, None, device)
     except LowerkitError as e:
+        if getattr(e, "stage", None) == compiler.STAGE:  # pipeline stages report themselves
+            dump.write(f"{compiler.STAGE}.error", str(e) + "\n", ".txt", kind="error")
+            dump.add_failed_graph(e)
         dump_index.write_report(dump.directory, dump.entries, title=title, target=target.name, error=str(e))
         dump.clean_staging()
         raise

@@ -35,8 +35,11 @@ def test_dump_api_writes_every_stage_and_keeps_other_files(tmp_path):
     torch.testing.assert_close(art(*args), model(*args), rtol=1e-4, atol=1e-4)
 
     names = sorted(p.name for p in tmp_path.iterdir())
-    numbered = [n for n in names if re.match(r"^\d\d-", n) and not n.endswith(".passes")]
+    numbered = [n for n in names if re.match(r"^\d\d-", n) and not n.endswith(".passes")
+                and not n.endswith(".graph.json")]
     assert [int(n[:2]) for n in numbered] == list(range(len(numbered)))  # numbered, no gaps
+    graphs = {n for n in names if n.endswith(".graph.json")}  # each stage's graph beside it
+    assert graphs == {n[:-len(".mlir")] + ".graph.json" for n in numbered if n.endswith(".mlir")}
     stems = [n[3:] for n in numbered]
     assert stems[:2] == ["fx-graph.py", "torch-import.mlir"]
     for stage in ("torch-backend-contract.mlir", "linalg-on-tensors.mlir"):

@@ -18,6 +18,7 @@ COMMANDS = {
     "run": "Compile a model from FILE.py:FACTORY, run it, and check it against eager PyTorch.",
     "lower": "Print a model's IR after a pipeline (or after one stage of it).",
     "dump": "Write every stage, IREE phase and executable of a model, with an HTML report.",
+    "view": "Open a dump's stages as graphs in Model Explorer (served on 127.0.0.1).",
     "explain": "Show torch.compile(backend='lowerkit') on a model: graph breaks, where each graph runs.",
     "check": "List every op of a model that the pipeline cannot lower, with its source line.",
     "zoo": "Run the model zoo through lowerkit: stage reached and max error against eager.",

@@ -23,6 +23,7 @@ import torch.utils._pytree as pytree
 
 from ..errors import IngressError
 from .importer import ImportedProgram
+from .locations import name_node_locations
 from .signature import (CallSignature, Constant, ItemSpec, Leaf, ScalarSpec, SizeSpec,
                         TensorSpec)
 
@@ -224,7 +225,7 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Imp
     graph = torch.fx.GraphModule(gm, graph).graph
     context = ir.Context()
     torch_dialect.register_dialect(context)
-    importer = FxImporter(context=context)
+    importer = name_node_locations(FxImporter(context=context))
     try:
         importer.import_stateless_graph(graph, func_name="main")
     except Exception as e:

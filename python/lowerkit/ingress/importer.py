@@ -20,6 +20,7 @@ import torch.utils._pytree as pytree
 
 from ..errors import IngressError
 from . import containers, decompositions
+from .locations import name_node_locations
 from .signature import CallSignature, Constant, Leaf, TensorSpec
 from .tensor_literals import TensorLiteralHooks
 
@@ -238,7 +239,9 @@ def import_program(
     dynamic_shapes: Any = None,
 ) -> ImportedProgram:
     """Export ``fn(*args, **kwargs)`` and import it into torch-mlir's torch dialect."""
-    from torch_mlir import fx
+    from torch_mlir import fx, ir
+    from torch_mlir.dialects import torch as torch_dialect
+    from torch_mlir.extras.fx_importer import FxImporter
 
     start = time.perf_counter()
     kwargs = dict(kwargs or {})
@@ -259,9 +262,12 @@ def import_program(
     signature = _call_signature(exported, in_spec, in_leaves, captured, dyn, state)
     try:
         # issue 7: weights go in as raw bytes (tensor_literals), not through tolist() (~8 s on ResNet-18).
+        context = ir.Context()
+        torch_dialect.register_dialect(context)
+        # each op's location names its module path and FX node around its file:line
+        importer = name_node_locations(FxImporter(context=context, hooks=TensorLiteralHooks()))
         module = fx.export_and_import(exported, output_type="raw", func_name="main",
-                                      decomposition_table={},
-                                      hooks=TensorLiteralHooks())
+                                      decomposition_table={}, fx_importer=importer)
     except Exception as e:
         raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e
     return ImportedProgram(module, signature, exported, time.perf_counter() - start, state,

@@ -207,6 +207,7 @@ def compile_to_vmfb(
     elide: bool = True,
     timeout: float | None = None,
     phases: bool = False,
+    debug_info: bool = False,
 ) -> CompileResult:
     """Compile MLIR bytecode (linalg on tensors) for ``target``; raise StageError on failure.
 
@@ -216,14 +217,16 @@ def compile_to_vmfb(
     ``phases_dir``/``executables_dir`` keep IREE's phase dumps and every executable file
     (sources, LLVM IR, assembly, binaries) there instead of in a scratch folder (a
     ``phases_dir`` implies ``phases``); ``print_passes_dir`` receives the IR after every pass
-    (a tree of files).
+    (a tree of files). ``debug_info`` prints the phases with their locations (a dump's
+    graphs name layers after them).
     """
     rungs = ladder(target.compile_flags())
     first: StageError | None = None
     for rung, dropped in rungs:
         try:
             result = _compile_once(bytecode, target, extra_flags, dropped, phases_dir,
-                                   executables_dir, print_passes_dir, elide, timeout, phases)
+                                   executables_dir, print_passes_dir, elide, timeout, phases,
+                                   debug_info)
         except UnsupportedError:
             raise  # the target cannot do what the program asks: no configuration helps
         except StageError as e:
@@ -280,7 +283,7 @@ def _compile_once(bytecode: bytes, target: Target, extra_flags: list[str] | tupl
                   dropped: tuple[str, ...], phases_dir: str | os.PathLike | None,
                   executables_dir: str | os.PathLike | None,
                   print_passes_dir: str | os.PathLike | None, elide: bool,
-                  timeout: float | None, phases: bool) -> CompileResult:
+                  timeout: float | None, phases: bool, debug_info: bool = False) -> CompileResult:
     with tempfile.TemporaryDirectory(prefix="lowerkit-") as tmp:
         src = Path(tmp) / "input.mlirbc"
         out = Path(tmp) / "module.vmfb"
@@ -304,6 +307,8 @@ def _compile_once(bytecode: bytes, target: Target, extra_flags: list[str] | tupl
             flags += ["--mlir-print-ir-after-all", f"--mlir-print-ir-tree-dir={print_passes_dir}"]
         if elide:
             flags += list(ELIDE_FLAGS)
+        if debug_info:
+            flags.append("--mlir-print-debuginfo")
         cmd = [iree_compile_tool(), str(src), *flags, "-o", str(out)]
         replay = [iree_compile_tool(), str(src), *replay_flags, "-o", str(out)]
         started_ns = time.time_ns()

@@ -9,6 +9,7 @@ empties a folder, so pointing it at a folder that holds other files is safe.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ir import module_asm
+from . import dump_graph
 from .instrument import Instrument
 from .stage import pass_manager_hook
 
@@ -41,6 +43,8 @@ class DumpEntry:
     seconds: float | None = None
     ops: Counter = field(default_factory=Counter)
     files: list[dict] = field(default_factory=list)  # executables: name, dispatch, kind, size
+    graph: Path | None = None  # the stage as Model Explorer graph JSON (`dump_graph`)
+    graph_ids: list[str] = field(default_factory=list)  # its graphs, the largest first
 
     @property
     def size(self) -> int:
@@ -53,14 +57,18 @@ class DumpInstrument(Instrument):
     """Numbered dumps of every stage's output (constants elided unless ``elide=False``).
 
     ``print_passes_of`` names one stage (or ``"iree-compile"``) whose IR is also written
-    after every pass, into ``NN-STAGE.passes/``.
+    after every pass, into ``NN-STAGE.passes/``. Each stage's ``.mlir`` keeps its locations
+    (as ``#loc`` aliases at the end of the file) and, unless ``graphs=False``, gets a
+    ``.graph.json`` beside it for Model Explorer (`lowerkit.stages.dump_graph`).
     """
 
     def __init__(self, directory: str | os.PathLike, *, elide: bool = True,
-                 print_passes_of: str | None = None, start: int = 0):
+                 print_passes_of: str | None = None, start: int = 0, graphs: bool = True):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.elide = elide
+        self.graphs = graphs
+        self._last_graph: tuple[str, dict] | None = None  # (stage text, its graph)
         self.print_passes_of = print_passes_of
         self.counter = start
         self.entries: list[DumpEntry] = []
@@ -89,7 +97,32 @@ class DumpInstrument(Instrument):
         info = {}
         if record is not None:
             info = {"build": record.build.value, "seconds": record.seconds, "ops": Counter(record.ops)}
-        return self.write(name, module_asm(module, elide=self.elide, debug_info=False), **info)
+        path = self.write(name, module_asm(module, elide=self.elide, debug_info=True), **info)
+        self.add_graph(self.entries[-1])
+        return path
+
+    def add_graph(self, entry: DumpEntry, failed: tuple = ()) -> None:
+        """Write ``entry``'s graph JSON; a stage Model Explorer's graph cannot be made of is
+        said in a warning, never a failed dump."""
+        if not self.graphs or entry.path.suffix != ".mlir":
+            return
+        try:
+            text = entry.path.read_text()
+            if not failed and self._last_graph is not None and self._last_graph[0] == text:
+                # a stage that changed nothing: the graph before it, under its own name
+                collection = dict(self._last_graph[1], label=entry.path.stem)
+                dump_graph.graph_path(entry.path).write_text(json.dumps(collection, separators=(",", ":")))
+            else:
+                collection = dump_graph.write_graph(entry.path, failed=failed)
+            if not failed:
+                self._last_graph = (text, collection)
+            entry.graph = dump_graph.graph_path(entry.path)
+            entry.graph_ids = dump_graph.graph_ids(collection)
+        except Exception as e:  # noqa: BLE001 - a view is never worth a failed compile
+            import warnings
+
+            warnings.warn(f"lowerkit dump: no graph of {entry.path.name}: {type(e).__name__}: "
+                          f"{str(e).splitlines()[0] if str(e) else ''}", stacklevel=2)
 
     # -- pipeline stages -------------------------------------------------------------------
     def before_stage(self, stage, module) -> None:
@@ -122,13 +155,33 @@ class DumpInstrument(Instrument):
     def stage_failed(self, stage, error) -> None:
         self._end_hook()
         self.write(f"{stage.name}.error", str(error) + "\n", ".txt", kind="error")
+        self.add_failed_graph(error)
+
+    def add_failed_graph(self, error: Any) -> None:
+        """The failed stage's input (the last stage written) drawn again with the ops the
+        error names marked: ``NN-STAGE.error.graph.json`` beside the error's text."""
+        inputs = [e for e in self.entries[:-1] if e.kind in ("stage", "phase")]
+        failed = tuple(dump_graph.FailedOp(d.op, d.location, d.message)
+                       for d in getattr(error, "diagnostics", None) or [] if d.op or d.location)
+        if not inputs or not failed or not self.graphs:
+            return
+        entry = self.entries[-1]
+        out = entry.path.with_name(entry.path.stem + ".graph.json")
+        try:
+            collection = dump_graph.write_graph(inputs[-1].path, out, failed=failed)
+            entry.graph, entry.graph_ids = out, dump_graph.graph_ids(collection)
+        except Exception as e:  # noqa: BLE001
+            import warnings
+
+            warnings.warn(f"lowerkit dump: no graph of the failed stage: {type(e).__name__}",
+                          stacklevel=2)
 
     # -- IREE ------------------------------------------------------------------------------
     def iree_options(self) -> dict:
         """Keyword arguments for `compiler.compile_to_vmfb` that keep IREE's files for the dump."""
         staging = self.directory / f".lowerkit-staging-{os.getpid()}"
         opts = {"phases_dir": staging / "phases", "executables_dir": staging / "executables",
-                "elide": self.elide}
+                "elide": self.elide, "debug_info": True}
         if self.print_passes_of == IREE_PASSES:
             opts["print_passes_dir"] = self.directory / f"{self.counter:02d}-{IREE_PASSES}.passes"
         return opts
@@ -145,6 +198,8 @@ class DumpInstrument(Instrument):
                 phase.path = path
             self.entries.append(DumpEntry(number, f"iree-{phase.name}", path, "phase", "iree",
                                           phase.seconds, Counter(phase.ops)))
+            if phase.path is not None:
+                self.add_graph(self.entries[-1])
         number, folder = self._next("iree-executables", "")
         folder.mkdir(exist_ok=True)
         files = []

@@ -3,18 +3,26 @@
 Per stage it gives the op histogram by dialect (drawn as bars), the number of functions and
 dispatches, the file's size, the stage's time, a link to the file, and the ops that appeared
 and disappeared since the previous stage. The page has no scripts and loads nothing from the
-network, so it opens from a file anywhere, even where the browser is offline.
+network, so it opens from a file anywhere, even where the browser is offline. Each stage also
+links to its graph in Model Explorer and to two panes comparing it with the stage before;
+those links point at the local server ``lowerkit view DIR`` starts (`lowerkit.tools.view`),
+which writes the page again with its own address.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import os
 import time
 import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
+
+VIEW_HOST = "127.0.0.1"
+VIEW_PORT = 8080  # Model Explorer's default: the index's links assume it until `lowerkit view` runs
 
 EXPORT_OPS = ("flow.executable.export", "stream.executable.export", "hal.executable.export")
 DISPATCH_REGIONS = ("flow.dispatch.region", "flow.dispatch.workgroups")
@@ -36,6 +44,26 @@ def dispatch_count(ops: Counter) -> int:
     return max(sum(ops.get(o, 0) for o in EXPORT_OPS), sum(ops.get(o, 0) for o in DISPATCH_REGIONS))
 
 
+def graph_url(base: str, *panes: tuple[str | os.PathLike, list[str]]) -> str:
+    """Model Explorer's address that opens each graph JSON file (with its graph ids, largest
+    first) in a pane of its own: one file, one pane; two, side by side (a stage and the one
+    before it), each pane on its file's largest graph."""
+    data: dict = {"models": [{"url": str(Path(path).resolve())} for path, _ in panes]}
+    if len(panes) > 1:
+        states, seen = [], set()
+        for path, ids in panes:
+            graph = ids[0] if ids else ""
+            # Model Explorer renames a graph id that an earlier file used: "main" -> "main (2)"
+            selected = f"{graph} (2)" if graph in seen else graph
+            seen.update(ids)
+            states.append({"deepestExpandedGroupNodeIds": [], "selectedNodeId": "",
+                           "selectedGraphId": selected,
+                           "selectedCollectionLabel": Path(path).name[: -len(".graph.json")],
+                           "widthFraction": 1 / len(panes)})
+        data["uiState"] = {"paneStates": states}
+    return f"{base.rstrip('/')}/?data={quote(json.dumps(data))}"
+
+
 def build_index(entries: list, *, title: str, target: str | None = None,
                 error: str | None = None) -> dict:
     """The index as plain data (what index.json holds), from a dump's entries."""
@@ -49,6 +77,8 @@ def build_index(entries: list, *, title: str, target: str | None = None,
             "ops": dict(ops.most_common()), "dialects": dict(dialects(ops).most_common()),
             "op_count": sum(ops.values()), "functions": function_count(ops),
             "dispatches": dispatch_count(ops), "appeared": [], "disappeared": [],
+            "graph": e.graph.name if getattr(e, "graph", None) is not None else None,
+            "graph_ids": list(getattr(e, "graph_ids", None) or []),
         }
         if e.kind == "executables":
             row["files"] = e.files
@@ -79,7 +109,7 @@ def write_report(directory: str | Path, entries: list, *, title: str, target: st
     index = build_index(entries, title=title, target=target, error=error)
     (directory / "index.json").write_text(json.dumps(index, indent=1))
     page = directory / "index.html"
-    page.write_text(render_html(index))
+    page.write_text(render_html(index, viewer=f"http://{VIEW_HOST}:{VIEW_PORT}", folder=directory))
     return page
 
 
@@ -131,10 +161,23 @@ h1{font-size:22px;margin:0 0 4px} .sub{color:#5b6475;margin-bottom:16px}
 .add{background:#dff3e4;color:#1d6b34} .del{background:#fde3e3;color:#9b2323}
 table{border-collapse:collapse;font-size:12px} td,th{padding:2px 10px;text-align:left;border-bottom:1px solid #eceef3}
 details summary{cursor:pointer;color:#1b4fb8;font-size:13px}
+.links{font-size:13px;font-weight:normal;margin-left:14px} .links a{color:#1b4fb8}
 """
 
 
-def render_html(index: dict) -> str:
+def _graph_links(s: dict, before: dict | None, viewer: str, folder: Path) -> str:
+    pane = (folder / s["graph"], s.get("graph_ids", []))
+    links = [f"<a class='graph' href='{_esc(graph_url(viewer, pane))}'>graph</a>"]
+    if before is not None:
+        both = graph_url(viewer, (folder / before["graph"], before.get("graph_ids", [])), pane)
+        links.append(f"<a class='compare' href='{_esc(both)}'>compare with "
+                     f"{before['number']:02d} {_esc(before['name'])}</a>")
+    return "<span class='links'>" + " · ".join(links) + "</span>"
+
+
+def render_html(index: dict, *, viewer: str | None = None, folder: str | Path | None = None) -> str:
+    """The page; with ``viewer`` (a Model Explorer address) and the dump's ``folder``, each
+    stage with a graph links to it and to a comparison with the stage before."""
     stages = index["stages"]
     timed = {f'{s["number"]:02d} {s["name"]}': s["seconds"] * 1e3 for s in stages
              if s["seconds"] is not None and s["kind"] in ("stage", "phase", "fx-graph")}
@@ -147,6 +190,9 @@ def render_html(index: dict) -> str:
     ]
     if index["error"]:
         parts.append(f"<div class='error' id='error'>{_esc(index['error'])}</div>")
+    if viewer is not None and any(s.get("graph") for s in stages):
+        parts.append(f"<div class='sub'>graph links open in Model Explorer at {_esc(viewer)}: "
+                     f"run <code>lowerkit view {_esc(folder)}</code></div>")
     parts.append("<div class='summary'>")
     for label, value in (("status", "ok" if index["ok"] else "failed"), ("stages", len(stages)),
                          ("total time", _ms(index["total_seconds"])),
@@ -160,10 +206,16 @@ def render_html(index: dict) -> str:
         tmax = max(timed.values()) or 1
         parts.append(_bars({k: round(v, 1) for k, v in timed.items()}, tmax, "time"))
         parts.append("</div>")
+    before = None
     for s in stages:
         href = _esc(s["file"])
+        links = ""
+        if viewer is not None and folder is not None and s.get("graph"):
+            links = _graph_links(s, before, viewer, Path(folder))
+            if s["kind"] != "error":
+                before = s
         parts.append(f"<div class='stage' id='stage-{s['number']:02d}'>"
-                     f"<h2>{s['number']:02d} <a href='{href}'>{_esc(s['name'])}</a></h2>")
+                     f"<h2>{s['number']:02d} <a href='{href}'>{_esc(s['name'])}</a>{links}</h2>")
         meta = [("kind", s["kind"]), ("build", s["build"] or "-"), ("time", _ms(s["seconds"])),
                 ("size", _size(s["size"])), ("ops", s["op_count"]), ("functions", s["functions"]),
                 ("dispatches", s["dispatches"])]
