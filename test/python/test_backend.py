@@ -421,12 +421,17 @@ def scalars_from_data(x, y):
     return y * s + 1, n + 3, s > 0, x.mean().item(), y * float(k), s >= k
 
 
-def test_scalars_computed_from_data_stay_in_lowerkits_graph(monkeypatch):
+def test_scalars_computed_from_data_stay_in_lowerkits_graph():
     """With Dynamo's ``capture_scalar_outputs``, ``.item()`` no longer breaks the graph: its
     value is used in the graph, and the ints, floats and bools it returns come back as eager's
     Python types (0-d tensors through the compiled program, `ItemSpec`)."""
-    monkeypatch.setattr(torch._dynamo.config, "capture_scalar_outputs", True)
     compiled = torch.compile(scalars_from_data, backend="lowerkit", options={"strict": True})
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        _check_scalars_from_data(compiled)
+    assert {r.ran for r in backend.graphs()} == {"lowerkit"}, [r.reason for r in backend.graphs()]
+
+
+def _check_scalars_from_data(compiled):
     for seed in (0, 1, 2):
         torch.manual_seed(seed)
         x, y = torch.randn(4, 4), torch.randn(4)
@@ -435,4 +440,3 @@ def test_scalars_computed_from_data_stay_in_lowerkits_graph(monkeypatch):
         assert [type(v) for v in got] == [type(v) for v in want]
         assert got[1:3] == want[1:3] and got[5] == want[5]
         assert got[3] == pytest.approx(want[3], rel=1e-6)
-    assert {r.ran for r in backend.graphs()} == {"lowerkit"}, [r.reason for r in backend.graphs()]
