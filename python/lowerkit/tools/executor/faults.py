@@ -52,3 +52,18 @@ class FaultyJob(Job):
 
     def reproducer(self, item: Item, outcome: Outcome, folder: str) -> str | None:
         return self.inner.reproducer(item, outcome, folder)
+
+
+@dataclass(frozen=True)
+class EchoJob(Job):
+    """Returns each item's data as an ``ok`` outcome after ``sleep_s``: what an executor costs
+    by itself, and a quick job to plant faults in."""
+
+    sleep_s: float = 0.0
+
+    name = "echo"
+
+    def run(self, item: Item) -> Outcome:
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
+        return Outcome(item.key, "ok", "passed", data=dict(item.data))

@@ -72,6 +72,9 @@ def _forked(job: Job, item: Item) -> Outcome:
             os.close(read_fd)
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
+            import faulthandler
+
+            faulthandler.enable(file=log)  # a crash's Python stack goes to the item's log
             payload = json.dumps(run_one(job, item).to_row(), default=str).encode()
             view = memoryview(payload)
             while view:

@@ -63,14 +63,18 @@ def development_source() -> str | None:
 
 
 def _remote_run(job: Job, item: Item) -> Outcome:
-    return run_one(job, item)
+    import ray
+
+    outcome = run_one(job, item)
+    outcome.run["node"] = ray.get_runtime_context().get_node_id()[:12]
+    return outcome
 
 
 class _GpuHolder:
     """An actor holding one GPU and the job's set-up; runs the GPU items sent to it."""
 
     def run(self, job: Job, item: Item) -> Outcome:
-        return run_one(job, item)
+        return _remote_run(job, item)
 
 
 class RayExecutor:
@@ -78,7 +82,7 @@ class RayExecutor:
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None,
                  ship_source: bool | None = None, confirm_crashes: bool = True,
-                 init_kwargs: dict | None = None):
+                 start_grace_s: float = START_GRACE_S, init_kwargs: dict | None = None):
         self.address = address or os.environ.get("RAY_ADDRESS")
         self.num_cpus = num_cpus
         self.ship_source = ship_source
