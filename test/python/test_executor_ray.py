@@ -83,8 +83,11 @@ def _fuzz_on_ray_matches_in_process(executor, tmp_path, n: int, faults_at: tuple
     from lowerkit.tools.fuzz import FuzzJob
 
     programs = _sweep(n)
-    planted = [Item(f"fault-{k}", programs[k].data, timeout_s=3) for k in faults_at]
-    faults = dict(zip((i.key for i in planted), ("segfault", "hang", "raise", "kill-worker-once")))
+    kinds = ("segfault", "hang", "raise", "kill-worker-once")
+    # only the hang waits out its time; the others may wait for a fresh worker's set-up
+    planted = [Item(f"fault-{k}", programs[k].data, timeout_s=3 if kind == "hang" else 120)
+               for k, kind in zip(faults_at, kinds)]
+    faults = dict(zip((i.key for i in planted), kinds))
     items = programs + planted
     reference = {o.key: (o.status, o.verdict)
                  for o in run_items(FuzzJob(), programs, InProcessExecutor())}
