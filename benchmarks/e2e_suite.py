@@ -630,8 +630,9 @@ class E2EJob(_job_base()):
 def record_of(outcome) -> dict:
     """The runner's record of a test from its executor outcome (a timeout, a crash or a lost
     worker has no record of the job's own)."""
-    if outcome.data.get("outcome"):
-        return outcome.data
+    if outcome.data.get("outcome"):  # the job's record; its stage is the outcome's
+        return {"name": outcome.key, **outcome.data, "stage": outcome.stage,
+                "reason": outcome.data.get("reason", outcome.message or None)}
     verdict = {"timeout": "timeout", "crash": "crash"}.get(outcome.status, "crash")
     return {"name": outcome.key, "outcome": verdict,
             "stage": outcome.stage if outcome.status != "infrastructure" else "infrastructure",

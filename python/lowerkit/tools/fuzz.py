@@ -650,11 +650,9 @@ STATUS_OF = {"passed": "ok", "unsupported": "ok", "wrong": "fail", "error": "fai
 
 
 def journal_row(row: dict) -> tuple[str | None, str | None, str | None]:
-    """(verdict, target, source) of a journal row: an executor's outcome row (`run_items`)
-    or a row of the journals before it."""
-    data = row.get("data") or {}
-    return (row.get("verdict") or row.get("kind"), data.get("target") or row.get("target"),
-            data.get("source") or row.get("source"))
+    """(verdict, target, source) of a journal row, an executor outcome's (`run_items`) or an
+    older journal's."""
+    return row.get("kind") or row.get("verdict"), row.get("target"), row.get("source")
 
 
 @dataclass(frozen=True)
@@ -681,7 +679,7 @@ class FuzzJob(Job):
             stage = "run"
         return Outcome(item.key, STATUS_OF[o.kind], o.kind, stage, o.message.splitlines()[0]
                        if o.message else "", o.message[-4000:] if o.failed else "",
-                       data={"target": o.target, "source": program.source,
+                       data={"kind": o.kind, "target": o.target, "source": program.source,
                              "max_rel_error": o.max_rel_error})
 
     def reproducer(self, item, outcome, folder: str) -> str | None:

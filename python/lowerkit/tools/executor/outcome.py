@@ -49,12 +49,18 @@ class Outcome:
         return self.status in DONE
 
     def to_row(self) -> dict:
-        return asdict(self)
+        """One flat JSON row: the outcome's fields, then the job's record (``data``) beside
+        them (a key of the record that an outcome field has is the field's), then ``run``."""
+        row = {k: v for k, v in asdict(self).items() if k not in ("data", "run")}
+        row.update({k: v for k, v in self.data.items() if k not in row and k != "run"})
+        row["run"] = dict(self.run)
+        return row
 
     @classmethod
     def from_row(cls, row: dict) -> "Outcome":
         names = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in row.items() if k in names})
+        return cls(**{k: v for k, v in row.items() if k in names and k != "data"},
+                   data={k: v for k, v in row.items() if k not in names})
 
 
 def tail(text: str, lines: int = 20, chars: int = 4000) -> str:

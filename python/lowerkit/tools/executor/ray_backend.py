@@ -142,44 +142,49 @@ class RayExecutor:
                 ref = task.remote(job_ref, item)
             inflight[ref] = (item, attempt, time.monotonic(), holder)
 
-        while pending or inflight:
-            while pending and len(inflight) < self.slots and (not pending[0][0].gpu or holders):
-                submit(*pending.popleft())
-            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.5)
-            for ref in ready:
-                item, attempt, started, holder = inflight.pop(ref)
-                if holder is not None:
-                    holders.append(holder)
-                try:
-                    outcome = ray.get(ref)
-                    outcome.run["attempts"] = attempt
-                except (rx.WorkerCrashedError, rx.ActorDiedError, rx.ActorUnavailableError) as e:
-                    if attempt == 1 and self.confirm_crashes:
-                        pending.appendleft((item, 2))  # again, on a fresh worker
+        try:
+            while pending or inflight:
+                while pending and len(inflight) < self.slots and (not pending[0][0].gpu or holders):
+                    submit(*pending.popleft())
+                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.5)
+                for ref in ready:
+                    item, attempt, started, holder = inflight.pop(ref)
+                    if holder is not None:
+                        holders.append(holder)
+                    try:
+                        outcome = ray.get(ref)
+                        outcome.run["attempts"] = attempt
+                    except (rx.WorkerCrashedError, rx.ActorDiedError, rx.ActorUnavailableError) as e:
+                        if attempt == 1 and self.confirm_crashes:
+                            pending.appendleft((item, 2))  # again, on a fresh worker
+                            continue
+                        outcome = Outcome(item.key, "crash", "crash", "run",
+                                          "the worker died under this item twice "
+                                          f"({type(e).__name__})", tail(str(e)),
+                                          run={"attempts": attempt})
+                    except rx.RayTaskError as e:  # run_one catches the job's errors: Ray's own
+                        outcome = Outcome(item.key, "infrastructure", None, "ray",
+                                          f"{type(e).__name__}", tail(str(e)),
+                                          run={"attempts": attempt})
+                    except rx.RayError as e:  # a lost node or object, a failed runtime_env...
+                        outcome = Outcome(item.key, "infrastructure", None, "ray",
+                                          f"{type(e).__name__}: {str(e).splitlines()[0][:300]}",
+                                          tail(str(e)), run={"attempts": attempt})
+                    on_outcome(outcome)
+                now = time.monotonic()
+                for ref, (item, attempt, started, holder) in list(inflight.items()):
+                    limit = item.timeout_s
+                    if not limit or now - started <= limit + self.start_grace_s:
                         continue
-                    outcome = Outcome(item.key, "crash", "crash", "run",
-                                      "the worker died under this item twice "
-                                      f"({type(e).__name__})", tail(str(e)),
-                                      run={"attempts": attempt})
-                except rx.RayTaskError as e:  # run_one catches the job's errors: Ray's own
-                    outcome = Outcome(item.key, "infrastructure", None, "ray",
-                                      f"{type(e).__name__}", tail(str(e)),
-                                      run={"attempts": attempt})
-                except rx.RayError as e:  # a lost node or object, a failed runtime_env...
-                    outcome = Outcome(item.key, "infrastructure", None, "ray",
-                                      f"{type(e).__name__}: {str(e).splitlines()[0][:300]}",
-                                      tail(str(e)), run={"attempts": attempt})
-                on_outcome(outcome)
-            now = time.monotonic()
-            for ref, (item, attempt, started, holder) in list(inflight.items()):
-                limit = item.timeout_s
-                if not limit or now - started <= limit + self.start_grace_s:
-                    continue
+                    ray.cancel(ref, force=True)
+                    del inflight[ref]
+                    if holder is not None:
+                        ray.kill(holder, no_restart=False)
+                        holders.append(holder)
+                    on_outcome(Outcome(item.key, "timeout", "timeout", "run",
+                                       f"no result within {limit:g} s (task cancelled)",
+                                       run={"seconds": round(now - started, 3),
+                                            "attempts": attempt}))
+        finally:  # a driver stopped midway leaves no task of its own running
+            for ref in inflight:
                 ray.cancel(ref, force=True)
-                del inflight[ref]
-                if holder is not None:
-                    ray.kill(holder, no_restart=False)
-                    holders.append(holder)
-                on_outcome(Outcome(item.key, "timeout", "timeout", "run",
-                                   f"no result within {limit:g} s (task cancelled)",
-                                   run={"seconds": round(now - started, 3), "attempts": attempt}))
