@@ -141,7 +141,9 @@ def install_shims() -> list[str]:
         mod.torch_version_for_comparison = torch_version_for_comparison
         sys.modules["torch_mlir._version"] = mod
         shimmed.append("torch_mlir._version")
-    if importlib.util.find_spec("torchvision") is None:
+    if isinstance(sys.modules.get("torchvision"), _AbsentModule):
+        shimmed.append("torchvision (absent: its tests fail eagerly)")  # shimmed before
+    elif importlib.util.find_spec("torchvision") is None:
         top = _AbsentModule("torchvision", SHIM_TORCHVISION)
         sys.modules["torchvision"] = top
         for sub in ("models", "ops", "transforms"):
@@ -579,7 +581,6 @@ class Worker:
 # the runner's outcome -> the executor's status
 E2E_STATUS = {"pass": "ok", "eager-fails": "ok", "mismatch": "fail", "error": "fail",
               "fallback": "fail", "no-graph": "fail", "timeout": "timeout", "crash": "crash"}
-_E2E_WORKERS: dict = {}
 
 
 def _job_base():
@@ -611,14 +612,17 @@ class E2EJob(_job_base()):
         dynamo_config.fail_on_recompile_limit_hit = True  # never an unseen eager fallback
         import lowerkit.backend  # noqa: F401
 
-        _E2E_WORKERS[self] = Worker(load_suite(self.torch_mlir), self.via, self.check_export,
-                                    self.dynamic)
+        from lowerkit.tools.executor.job import process_state
+
+        process_state(self)["worker"] = Worker(load_suite(self.torch_mlir), self.via,
+                                               self.check_export, self.dynamic)
 
     def run(self, item):
         from lowerkit.tools.executor import Outcome
+        from lowerkit.tools.executor.job import process_state
 
         try:
-            rec = _E2E_WORKERS[self].run(item.key)
+            rec = process_state(self)["worker"].run(item.key)
         except Exception as e:  # noqa: BLE001 - the runner's own bug: say so, keep going
             rec = {"name": item.key, "outcome": "error", "stage": "runner",
                    "reason": f"{type(e).__name__}: {_first_line(str(e))}"}

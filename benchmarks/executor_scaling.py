@@ -82,7 +82,8 @@ def one(config: str, runner: str, args) -> dict:
             "items_per_min": round(60 * len(items) / wall, 2),
             "ray_startup_s": round(startup, 3) if startup else None,
             "statuses": dict(Counter(o.status for o in outcomes)),
-            "verdicts": {o.key: o.verdict for o in outcomes}}
+            "verdicts": {o.key: o.verdict for o in outcomes},
+            "messages": {o.key: o.message[:200] for o in outcomes if o.status != "ok"}}
 
 
 def main(argv=None) -> int:

@@ -30,14 +30,25 @@ class Job:
         return None
 
 
-_READY: set = set()  # the jobs set up in this process, by their identity key
+_STATE: dict = {}  # per process: a job's identity -> what its `setup` made
+
+
+def _identity(job: Job) -> tuple:
+    return type(job).__module__, type(job).__qualname__, repr(job)
+
+
+def process_state(job: Job) -> dict:
+    """This process's state of ``job`` (what its `setup` made, for its `run`): kept here, not
+    on the job or in the job's module, because a Ray worker gets a fresh copy of both with
+    every item when the job's module is not importable there (a script's)."""
+    return _STATE.setdefault(_identity(job), {})
 
 
 def _setup_once(job: Job) -> None:
-    key = (type(job).__module__, type(job).__qualname__, repr(job))
-    if key not in _READY:
+    state = process_state(job)
+    if not state.get("__ready__"):
         job.setup()
-        _READY.add(key)
+        state["__ready__"] = True
 
 
 class ItemTimeout(BaseException):
