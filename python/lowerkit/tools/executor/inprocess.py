@@ -5,8 +5,9 @@ programs: lowerkit's own isolation (native stages in a forked child, iree-compil
 subprocess) keeps most crashes out, and a timeout interrupts Python code (not a hung native
 call). With ``isolate=True`` each item runs in a forked child of this process instead: a
 segfault is that item's ``crash``, a hang of any kind its ``timeout``, at the price of each
-child's first-compile set-up (about 1.4 s a fuzz program here). This process must not have run
-an item itself before it forks: a child inherits no thread pool (IREE's, MLIR's, OpenMP's).
+child's first-compile set-up (a process's first compile costs seconds). This process must not
+have run an item itself before it forks: a child inherits no thread pool (IREE's, MLIR's,
+OpenMP's), and one that needs them hangs.
 """
 
 from __future__ import annotations
