@@ -1117,6 +1117,12 @@ def rejudge(args, console) -> int:
     return 0
 
 
+def _shard_argument(text: str):
+    from lowerkit.tools.executor.batch import shard_argument
+
+    return shard_argument(text)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1155,7 +1161,8 @@ def parse_args(argv=None):
                    "(JSON Lines)")
     p.add_argument("--resume", action="store_true",
                    help="with --journal: skip the tests it already has an outcome for")
-    p.add_argument("--shard", metavar="K/N", help="run only shard K of N of the selected tests")
+    p.add_argument("--shard", metavar="K/N", type=_shard_argument,
+                   help="run only shard K of N of the selected tests")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if not args.torch_mlir and not args.rejudge:
@@ -1183,9 +1190,9 @@ def main(argv=None) -> int:
     suite = load_suite(args.torch_mlir)
     names = select_tests(suite.tests, args.filter, args.sample, args.seed)
     if args.shard:
-        from lowerkit.tools.executor import Item, parse_shard, select_shard
+        from lowerkit.tools.executor import Item, select_shard
 
-        names = [i.key for i in select_shard([Item(n) for n in names], parse_shard(args.shard))]
+        names = [i.key for i in select_shard([Item(n) for n in names], args.shard)]
     if args.list:
         for n in names:
             print(n)

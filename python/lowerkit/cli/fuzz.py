@@ -143,9 +143,9 @@ def _batch(args, targets, run, command, seen, console):
 
     programs = generate(args.examples, args.seed, args.chains)
     items = fuzz_items(programs, targets, args.item_timeout)
-    shard = executor.parse_shard(args.shard)
+    shard = args.shard
     if shard:
-        command += f" --shard {args.shard}"
+        command += f" --shard {shard[0]}/{shard[1]}"
     runner = executor.make_executor(args.executor, isolate=args.isolate)
     if args.executor == "ray":
         console.print(f"executor: {runner.describe()}", highlight=False)

@@ -10,7 +10,7 @@ from typing import Callable
 
 from .inprocess import InProcessExecutor
 from .job import Job
-from .journal import Journal, select_shard
+from .journal import Journal, parse_shard, select_shard
 from .outcome import Item, Outcome
 
 EXECUTORS = ("inprocess", "ray")
@@ -26,11 +26,19 @@ def add_arguments(p: argparse.ArgumentParser, default_timeout: float | None = No
                    "item's crash or timeout, not the run's end)")
     p.add_argument("--resume", action="store_true",
                    help="with --json: skip the items the journal already has an outcome for")
-    p.add_argument("--shard", default=None, metavar="K/N",
+    p.add_argument("--shard", default=None, metavar="K/N", type=shard_argument,
                    help="run only shard K of N (every N-th item from the K-th): one CI job each")
     p.add_argument("--item-timeout", type=float, default=default_timeout, metavar="S",
                    help="seconds an item may run"
                    + (f" (default {default_timeout:g})" if default_timeout else " (default: none)"))
+
+
+def shard_argument(text: str) -> tuple[int, int]:
+    """``--shard K/N`` for argparse: (K, N), or the usage error saying what is wrong."""
+    try:
+        return parse_shard(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def make_executor(name: str = "inprocess", isolate: bool = False, **ray_options):
