@@ -141,7 +141,9 @@ def install_shims() -> list[str]:
         mod.torch_version_for_comparison = torch_version_for_comparison
         sys.modules["torch_mlir._version"] = mod
         shimmed.append("torch_mlir._version")
-    if importlib.util.find_spec("torchvision") is None:
+    if isinstance(sys.modules.get("torchvision"), _AbsentModule):
+        shimmed.append("torchvision (absent: its tests fail eagerly)")  # shimmed before
+    elif importlib.util.find_spec("torchvision") is None:
         top = _AbsentModule("torchvision", SHIM_TORCHVISION)
         sys.modules["torchvision"] = top
         for sub in ("models", "ops", "transforms"):
@@ -573,6 +575,94 @@ class Worker:
                     "reason": f"{type(e).__name__}: {_first_line(str(e))}"}
 
 
+# --------------------------------------------------------------------------------------------
+# The suite as a batch job of lowerkit's executor (--executor inprocess | ray): one item a test.
+
+# the runner's outcome -> the executor's status
+E2E_STATUS = {"pass": "ok", "eager-fails": "ok", "mismatch": "fail", "error": "fail",
+              "fallback": "fail", "no-graph": "fail", "timeout": "timeout", "crash": "crash"}
+
+
+def _job_base():
+    from lowerkit.tools.executor import Job
+
+    return Job
+
+
+@dataclass(frozen=True)
+class E2EJob(_job_base()):
+    """One e2e test an item (its name), judged as a worker process judges it (`Worker.run`)."""
+
+    torch_mlir: str
+    via: str = "backend"
+    check_export: bool = False
+    dynamic: str = "auto"
+    jobs: int = 1
+
+    name = "e2e"
+
+    def setup(self) -> None:
+        import torch
+        import torch._dynamo.config as dynamo_config
+
+        threads = os.environ.get("OMP_NUM_THREADS")  # Ray sets it to the task's CPUs
+        torch.set_num_threads(int(threads) if threads else
+                              max(1, (os.cpu_count() or 1) // max(1, self.jobs)))
+        dynamo_config.suppress_errors = False
+        dynamo_config.fail_on_recompile_limit_hit = True  # never an unseen eager fallback
+        import lowerkit.backend  # noqa: F401
+
+        from lowerkit.tools.executor.job import process_state
+
+        process_state(self)["worker"] = Worker(load_suite(self.torch_mlir), self.via,
+                                               self.check_export, self.dynamic)
+
+    def run(self, item):
+        from lowerkit.tools.executor import Outcome
+        from lowerkit.tools.executor.job import process_state
+
+        try:
+            rec = process_state(self)["worker"].run(item.key)
+        except Exception as e:  # noqa: BLE001 - the runner's own bug: say so, keep going
+            rec = {"name": item.key, "outcome": "error", "stage": "runner",
+                   "reason": f"{type(e).__name__}: {_first_line(str(e))}"}
+        return Outcome(item.key, E2E_STATUS[rec["outcome"]], rec["outcome"], rec.get("stage"),
+                       rec.get("reason") or "", (rec.get("traceback") or "")[-2000:],
+                       data=rec)
+
+
+def record_of(outcome) -> dict:
+    """The runner's record of a test from its executor outcome (a timeout, a crash or a lost
+    worker has no record of the job's own)."""
+    if outcome.data.get("outcome"):  # the job's record; its stage is the outcome's
+        return {"name": outcome.key, **outcome.data, "stage": outcome.stage,
+                "reason": outcome.data.get("reason", outcome.message or None)}
+    verdict = {"timeout": "timeout", "crash": "crash"}.get(outcome.status, "crash")
+    return {"name": outcome.key, "outcome": verdict,
+            "stage": outcome.stage if outcome.status != "infrastructure" else "infrastructure",
+            "reason": outcome.message, "log_tail": outcome.log_tail,
+            "seconds": outcome.run.get("seconds")}
+
+
+def run_on_executor(args, names: list[str], on_result: Callable[[dict], None]) -> dict:
+    """Every test in ``names`` through lowerkit's executor (``args.executor``); returns the
+    executor's description for the run's records."""
+    from lowerkit.tools import executor
+
+    job = E2EJob(str(Path(args.torch_mlir).resolve()), args.via, args.check_export,
+                 args.dynamic, args.jobs)
+    items = [executor.Item(n, timeout_s=args.timeout) for n in names]
+    runner = executor.make_executor(args.executor)
+    described = runner.describe()
+    header = {"journal": "lowerkit e2e_suite",
+              "run": {"job": "e2e", "via": args.via, "check_export": args.check_export,
+                      "dynamic": args.dynamic, "filter": args.filter, "sample": args.sample,
+                      "seed": args.seed, "timeout": args.timeout}}
+    executor.run_items(job, items, runner, journal=args.journal, header=header,
+                       resume=args.resume, on_outcome=lambda o: on_result(record_of(o)))
+    return described
+
+
 def worker_main(args) -> int:
     """``--worker``: the protocol is one test name a line on stdin, one JSON line back on the
     original stdout; everything the tests and libraries print goes to stderr (a log)."""
@@ -890,6 +980,8 @@ def run_meta(args, suite: Suite, names: list[str], seconds: float) -> dict:
         "via": args.via,
         "cpu_model": cpu_model(),
         "jobs": args.jobs,
+        "executor": args.executor,
+        "shard": args.shard,
         "timeout_s": args.timeout,
         "filter": args.filter,
         "sample": args.sample,
@@ -1025,6 +1117,12 @@ def rejudge(args, console) -> int:
     return 0
 
 
+def _shard_argument(text: str):
+    from lowerkit.tools.executor.batch import shard_argument
+
+    return shard_argument(text)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1055,10 +1153,24 @@ def parse_args(argv=None):
                    "records judged again by this file's rules (pass, no-graph, fallback only: "
                    "they depend on the graph records), written to --json / --expectations")
     p.add_argument("--quiet", action="store_true", help="no per-test lines, the summary only")
+    p.add_argument("--executor", choices=("workers", "inprocess", "ray"), default="workers",
+                   help="workers: --jobs worker processes of this runner (default); inprocess: "
+                   "lowerkit's executor, one test after another in this process; ray: one Ray "
+                   "task per test on a local Ray, or the cluster at $RAY_ADDRESS")
+    p.add_argument("--journal", help="--executor inprocess|ray: each test's outcome as it comes "
+                   "(JSON Lines)")
+    p.add_argument("--resume", action="store_true",
+                   help="with --journal: skip the tests it already has an outcome for")
+    p.add_argument("--shard", metavar="K/N", type=_shard_argument,
+                   help="run only shard K of N of the selected tests")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if not args.torch_mlir and not args.rejudge:
         p.error(f"--torch-mlir (or ${ENV_TORCH_MLIR}) is required")
+    if args.resume and not args.journal:
+        p.error("--resume needs the --journal to resume from")
+    if args.journal and args.executor == "workers":
+        p.error("--journal and --resume need --executor inprocess or ray")
     return args
 
 
@@ -1077,6 +1189,10 @@ def main(argv=None) -> int:
         return rejudge(args, console)
     suite = load_suite(args.torch_mlir)
     names = select_tests(suite.tests, args.filter, args.sample, args.seed)
+    if args.shard:
+        from lowerkit.tools.executor import Item, select_shard
+
+        names = [i.key for i in select_shard([Item(n) for n in names], args.shard)]
     if args.list:
         for n in names:
             print(n)
@@ -1089,7 +1205,9 @@ def main(argv=None) -> int:
     os.environ["LOWERKIT_CACHE_DIR"] = args.cache_dir
     if args.log_dir is None:
         args.log_dir = str(Path(tmp) / "logs")
-    console.print(f"{len(names)} tests via {args.via}, {args.jobs} workers, timeout "
+    console.print(f"{len(names)} tests via {args.via}, "
+                  + (f"{args.jobs} workers" if args.executor == "workers" else
+                     f"executor {args.executor}") + ", timeout "
                   f"{args.timeout:g} s; logs in {args.log_dir}")
     # provenance as the workers start (lowerkit's tree may change while the run goes on)
     meta = run_meta(args, suite, names, 0.0)
@@ -1118,8 +1236,11 @@ def main(argv=None) -> int:
                 desc = " ".join(f"{k} {counts[k]}" for k in OUTCOMES if counts[k])
                 progress.update(task, advance=1, description=desc)
 
-        run_tests(args, names, on_result,
-                  {n: suite.tests[n].timeout_seconds for n in names})
+        if args.executor == "workers":
+            run_tests(args, names, on_result,
+                      {n: suite.tests[n].timeout_seconds for n in names})
+        else:
+            meta["executor"] = run_on_executor(args, names, on_result)
     seconds = time.monotonic() - start
     results.sort(key=lambda r: r["name"])
     summary = summarize(results)

@@ -301,6 +301,33 @@ def render_graph_view(data: dict, path: str) -> str:
             + provenance(path, data["meta"]))
 
 
+# -- executor_scaling.py --json ---------------------------------------------------------------------
+def render_executor_scaling(data: dict, path: str) -> str:
+    """Items a minute of each batch runner on each executor, and Ray's cost per item."""
+    by = {(r["config"], r["runner"]): r for r in data["runs"]}
+    configs = ("inprocess", "ray-1", "ray-2")
+    lines = ["| runner | items | in process, items/min | Ray, 1 worker | Ray, 2 workers "
+             "| 2 workers × in process | same verdicts |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    names = {"fuzz": "`lowerkit fuzz` (programs on cpu)",
+             "e2e": "`benchmarks/e2e_suite.py` (tests via backend)"}
+    for runner in ("fuzz", "e2e"):
+        if ("inprocess", runner) not in by:
+            continue
+        rates = [by[(c, runner)]["items_per_min"] for c in configs]
+        lines.append(f"| {names[runner]} | {by[('inprocess', runner)]['items']} | "
+                     + " | ".join(_num(r) for r in rates)
+                     + f" | {_ratio(rates[2] / rates[0])} "
+                     f"| {'yes' if data['same_verdicts'][runner] else '**no**'} |")
+    echo = by[("ray-1", "echo")]
+    return ("\n".join(lines) + f"\n\nRay's overhead per item (a job that does nothing, "
+            f"{echo['items']} items on one worker, minus the same in process): "
+            f"**{_num(data['ray_overhead_ms_per_item'])} ms**; a local Ray starts in "
+            f"{_num(echo['ray_startup_s'])} s. Each wall time runs from the first item handed "
+            "over to the last outcome back: it includes each worker's one-time cost (importing "
+            "torch, the first compile).\n\n" + provenance(path, data["meta"]))
+
+
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
@@ -346,6 +373,11 @@ BLOCKS: dict[str, Block] = {
         (".venv/bin/python benchmarks/graph_view.py resnet50 --repeats 3"
          " --json benchmarks/results/graph-view.json",),
         render_graph_view),
+    "executor-scaling": Block(
+        ("executor-scaling.json",),
+        (".venv/bin/python benchmarks/executor_scaling.py --torch-mlir TORCH_MLIR_CHECKOUT"
+         " --json benchmarks/results/executor-scaling.json",),
+        render_executor_scaling),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),

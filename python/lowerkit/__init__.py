@@ -51,6 +51,9 @@ _EXPORTS = {
     "DeviceTensor": "runtime.executable",
     "Tolerance": "runtime.numerics",
     "CoverageReport": "tools.check", "check_program": "tools.check",
+    "run_items": "tools.executor", "Item": "tools.executor", "Outcome": "tools.executor",
+    "Job": "tools.executor", "InProcessExecutor": "tools.executor",
+    "RayExecutor": "tools.executor",
 }
 
 __all__ = sorted([*_EXPORTS, "registry"])
@@ -99,3 +102,4 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .stages.transform import TransformStage
     from .target import Target
     from .tools.check import CoverageReport, check_program
+    from .tools.executor import InProcessExecutor, Item, Job, Outcome, RayExecutor, run_items

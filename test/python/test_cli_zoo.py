@@ -75,3 +75,16 @@ def test_a_known_failure_does_not_fail_the_run(zoo_with_a_failing_model, capsys)
     out = capsys.readouterr().out
     assert "torch-backend-contract ✗ (known)" in _rows(out)[name]
     assert "0/1 models match eager on cpu" in out
+
+
+def test_a_coverage_result_survives_the_executors_journal():
+    """`lowerkit zoo --journal` stores each model as an executor outcome; read back, it is the
+    same result (its stage and message are the outcome's own fields in the row)."""
+    from lowerkit.tools.executor import Outcome
+    from lowerkit.zoo.coverage import CoverageResult, result_of
+
+    r = CoverageResult("m", False, "iree-compile", None, "StageError: boom", 1.5, {"a": 0.1})
+    outcome = Outcome("m", "fail", "failed", r.stage, r.message, data=r.to_json())
+    assert result_of(Outcome.from_row(outcome.to_row())) == r
+    lost = result_of(Outcome("m", "timeout", "timeout", "run", "no result within 9 s"))
+    assert (lost.ok, lost.stage) == (False, "timeout")

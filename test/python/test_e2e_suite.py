@@ -198,3 +198,35 @@ def test_subset_passes(options, tmp_path):
 def test_subset_passes_compiled_with_dynamic_dims(tmp_path):
     results = _run_subset(_checkout(), tmp_path, "--via", "compile", "--dynamic", "auto")
     assert not _not_passed(results), _not_passed(results)
+
+
+# ---- the runner on lowerkit's executor (--executor inprocess | ray) ------------------------------
+
+
+def test_executor_outcomes_become_the_runners_records():
+    from lowerkit.tools.executor import Outcome
+
+    rec = {"name": "T_basic", "outcome": "mismatch", "stage": "run", "reason": "values differ"}
+    judged = Outcome("T_basic", e2e.E2E_STATUS["mismatch"], "mismatch", "run", "values differ",
+                     data=rec)
+    assert judged.status == "fail"
+    # through the journal's flat row and back, the runner's record is whole
+    assert e2e.record_of(Outcome.from_row(judged.to_row())) == rec
+    lost = Outcome("T_basic", "timeout", "timeout", "run", "no result within 2 s")
+    assert e2e.record_of(lost)["outcome"] == "timeout"
+    infra = Outcome("T_basic", "infrastructure", None, "ray", "NodeDiedError")
+    assert (e2e.record_of(infra)["outcome"], e2e.record_of(infra)["stage"]) == ("crash",
+                                                                               "infrastructure")
+    assert set(e2e.E2E_STATUS) == set(e2e.OUTCOMES)
+
+
+@pytest.mark.slow
+def test_subset_passes_on_ray_with_a_journal(tmp_path):
+    pytest.importorskip("ray")
+    journal = tmp_path / "e2e.jsonl"
+    results = _run_subset(_checkout(), tmp_path, "--via", "backend", "--executor", "ray",
+                          "--journal", str(journal))
+    assert not _not_passed(results), _not_passed(results)
+    rows = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert rows[0]["journal"] == "lowerkit e2e_suite"
+    assert sorted(r["key"] for r in rows[1:]) == sorted(SUBSET)

@@ -21,7 +21,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "did not pass (all of them with --replay-all), on the current code")
     p.add_argument("--replay-all", action="store_true", help="with --replay: every program")
     p.add_argument("--json", default=None, metavar="FILE",
-                   help="also write every outcome as JSON, one line each as it comes (JSON Lines)")
+                   help="also write every outcome as JSON, one line each as it comes (JSON Lines); "
+                   "failing programs get a pytest reproducer each in FILE's -reproducers folder")
+    from lowerkit.tools.executor import add_arguments as executor_arguments
+
+    executor_arguments(p)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -33,32 +37,40 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from lowerkit.tools.fuzz import VERDICTS, fuzz_targets, journal_header, replay, sweep
+    from lowerkit.errors import LowerkitError
+    from lowerkit.tools.fuzz import (VERDICTS, fuzz_targets, journal_header, journal_row, replay,
+                                     sweep)
 
     warnings.simplefilter("ignore")
     console = Console(width=None if Console().is_terminal else 160)
     if args.replay and args.target is None:
         with open(args.replay) as f:  # each program on the target it was journaled for
             rows = [json.loads(line) for line in f]
-        targets = list(dict.fromkeys(r["target"] for r in rows if r.get("source")))
+        targets = list(dict.fromkeys(journal_row(r)[1] for r in rows if journal_row(r)[2]))
         replay_targets = None
     else:
         targets = fuzz_targets() if args.target == "all" else (args.target or "cpu").split(",")
         replay_targets = targets
     counts = {t: Counter() for t in targets}
     start = time.perf_counter()
+    batch = not (args.replay or args.shrink)
+    if not batch and (args.executor != "inprocess" or args.resume or args.shard or args.isolate):
+        raise LowerkitError("--executor, --isolate, --resume and --shard run a generated sweep; "
+                            "not with --replay or --shrink")
+    if args.resume and not args.json:
+        raise LowerkitError("--resume needs the --json journal to resume from")
     # Outcomes go to the file as they come, so that a long run can be read (or stopped) midway;
     # the first row says what replaying the run needs.
-    journal = open(args.json, "w") if args.json else None
+    journal = open(args.json, "w") if (args.json and not batch) else None
+    if args.replay:
+        run = dict(replay=args.replay, everything=args.replay_all, targets=replay_targets)
+    else:
+        run = dict(seed=args.seed, examples=args.examples, chains=args.chains,
+                   targets=targets, shrink=args.shrink)
+    command = (f"lowerkit fuzz --seed {args.seed} --examples {args.examples} "
+               f"--chains {args.chains} --target {','.join(targets)}")
     if journal is not None:
-        if args.replay:
-            run = dict(replay=args.replay, everything=args.replay_all, targets=replay_targets)
-        else:
-            run = dict(seed=args.seed, examples=args.examples, chains=args.chains,
-                       targets=targets, shrink=args.shrink,
-                       command=f"lowerkit fuzz --seed {args.seed} --examples {args.examples} "
-                               f"--chains {args.chains} --target {','.join(targets)}")
-        journal.write(json.dumps(journal_header(**run)) + "\n")
+        journal.write(json.dumps(journal_header(**run, command=command)) + "\n")
         journal.flush()
 
     def seen(o):
@@ -77,9 +89,13 @@ def main(args: argparse.Namespace) -> int:
     if args.replay:
         outcomes = replay(args.replay, replay_targets, everything=args.replay_all,
                           on_outcome=seen)
-    else:
+    elif args.shrink:
         outcomes = sweep(args.examples, targets, seed=args.seed, on_outcome=seen,
                          max_chains=args.chains, shrink=args.shrink)
+    else:
+        outcomes = _batch(args, targets, run, command, seen, console)
+        # with --resume, the journal's outcomes count too
+        counts = {t: Counter(o.kind for o in outcomes if o.target == t) for t in targets}
     seconds = time.perf_counter() - start
 
     what = f"replay of {args.replay}" if args.replay else f"seed {args.seed}"
@@ -117,3 +133,25 @@ def main(args: argparse.Namespace) -> int:
     if journal is not None:
         journal.close()
     return 1 if failures else 0
+
+
+def _batch(args, targets, run, command, seen, console):
+    """The sweep's programs as executor items (`lowerkit.tools.executor`): journaled to
+    ``--json``, resumable, sharded, in this process or on Ray."""
+    from lowerkit.tools import executor
+    from lowerkit.tools.fuzz import FuzzJob, fuzz_items, generate, journal_header, outcome_of
+
+    programs = generate(args.examples, args.seed, args.chains)
+    items = fuzz_items(programs, targets, args.item_timeout)
+    shard = args.shard
+    if shard:
+        command += f" --shard {shard[0]}/{shard[1]}"
+    runner = executor.make_executor(args.executor, isolate=args.isolate)
+    if args.executor == "ray":
+        console.print(f"executor: {runner.describe()}", highlight=False)
+    header = journal_header(**run, command=command)
+    header["run"] = {"job": "fuzz", **run}
+    outcomes = executor.run_items(FuzzJob(), items, runner, journal=args.json, header=header,
+                                  resume=args.resume, shard=shard,
+                                  on_outcome=lambda o: seen(outcome_of(o)))
+    return [outcome_of(o) for o in outcomes]

@@ -14,6 +14,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slow", action="store_true", help="include the models tagged slow")
     p.add_argument("--list", action="store_true", help="list the zoo and exit")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
+    p.add_argument("--journal", default=None, metavar="FILE",
+                   help="each model's outcome as it comes (JSON Lines); with --resume, the "
+                   "models it has are not run again")
+    from lowerkit.tools.executor import add_arguments as executor_arguments
+
+    executor_arguments(p)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -40,19 +46,37 @@ def main(args: argparse.Namespace) -> int:
                       ("max abs error", "right"), ("error / scale", "right"),
                       ("compile (s)", "right"), ("note", "left")):
         table.add_column(col, justify=just, overflow="fold")
-    results = []
-    for m in entries:
-        with console.status(f"{m.name} → {args.target}"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            r = check_model(m, target=args.target)
-        results.append(r)
+    from lowerkit.tools import executor
+    from lowerkit.zoo.coverage import ZooJob, result_of
+
+    if args.resume and not args.journal:
+        from lowerkit.errors import LowerkitError
+
+        raise LowerkitError("--resume needs the --journal to resume from")
+    items = [executor.Item(m.name, timeout_s=args.item_timeout) for m in entries]
+    by_name = {m.name: m for m in entries}
+    runner = executor.make_executor(args.executor, isolate=args.isolate)
+    header = {"journal": "lowerkit zoo",
+              "run": {"job": "zoo", "target": args.target, "models": [m.name for m in entries]}}
+
+    def seen(outcome):
+        r = result_of(outcome)
+        console.print(f"{'✓' if r.ok else '✗'} {r.name}", highlight=False)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outcomes = executor.run_items(ZooJob(args.target), items, runner, journal=args.journal,
+                                      header=header, resume=args.resume, shard=args.shard,
+                                      on_outcome=seen)
+    results = [result_of(o) for o in outcomes]
+    entries = [by_name[r.name] for r in results]
+    for m, r in zip(entries, results):
         stage = f"[green]{r.stage} ✓" if r.ok else f"[red]{r.stage} ✗"
         expected = " (known)" if "known-failure" in m.tags and not r.ok else ""
         err = "-" if r.max_abs_error is None else f"{r.max_abs_error:.2e}"
         rel = "-" if r.max_rel_error is None else f"{r.max_rel_error:.2e}"
         table.add_row(m.name, m.group, stage + expected, err, rel, f"{r.compile_seconds:.1f}",
                       r.message[:160])
-        console.print(f"{'✓' if r.ok else '✗'} {m.name}", highlight=False)
     console.print(table)
     passed = sum(r.ok for r in results)
     console.print(f"{passed}/{len(results)} models match eager on {args.target}")

@@ -33,6 +33,7 @@ from .. import api
 from ..errors import UnsupportedError
 from ..runtime.executable import usable_drivers
 from ..runtime.numerics import Tolerance, compare, tolerance_for
+from .executor.job import Job
 
 try:  # hypothesis is a test-time dependency; `Program` and `run_program` work without it
     from hypothesis import strategies as st
@@ -615,6 +616,97 @@ def sweep(examples: int, targets: list[str], seed: int = 0, on_outcome: Callable
     return outcomes
 
 
+def generate(examples: int, seed: int = 0, max_chains: int = 3) -> list[Program]:
+    """The programs `sweep` runs for these options, in its order, generated here without
+    running them: a batch of independent items for `lowerkit.tools.executor`."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    found: list[Program] = []
+
+    @hseed(seed)
+    @settings(max_examples=examples, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+    @given(programs(max_chains=max_chains))
+    def one(program: Program) -> None:
+        found.append(program)
+
+    one()
+    return found
+
+
+def fuzz_items(programs_: list[Program], targets: list[str], timeout_s: float | None = None):
+    """One executor item per program and target: its source (a program is plain data) and the
+    target; keyed ``NNNNN:target`` by the program's place in the sweep."""
+    from .executor import Item
+
+    return [Item(f"{n:05d}:{t}", {"source": p.source, "target": t}, timeout_s)
+            for n, p in enumerate(programs_) for t in targets]
+
+
+# a fuzz verdict -> the executor's status
+STATUS_OF = {"passed": "ok", "unsupported": "ok", "wrong": "fail", "error": "fail",
+             "crash": "crash"}
+
+
+def journal_row(row: dict) -> tuple[str | None, str | None, str | None]:
+    """(verdict, target, source) of a journal row, an executor outcome's (`run_items`) or an
+    older journal's."""
+    return row.get("kind") or row.get("verdict"), row.get("target"), row.get("source")
+
+
+@dataclass(frozen=True)
+class FuzzJob(Job):
+    """`run_program` as an executor job: one item is one program on one target."""
+
+    name = "fuzz"
+
+    def setup(self) -> None:
+        from .. import api  # noqa: F401 -- torch, torch-mlir and IREE's bindings, once
+
+    def run(self, item):
+        from .executor import Outcome
+
+        program = Program.parse(item.data["source"])
+        o = run_program(program, item.data["target"])
+        stage = None
+        if o.kind not in ("passed", "wrong"):
+            import re
+
+            m = re.search(r"stage '([^']+)'", o.message)
+            stage = m.group(1) if m else None
+        elif o.kind == "wrong":
+            stage = "run"
+        return Outcome(item.key, STATUS_OF[o.kind], o.kind, stage, o.message.splitlines()[0]
+                       if o.message else "", o.message[-4000:] if o.failed else "",
+                       data={"kind": o.kind, "target": o.target, "source": program.source,
+                             "max_rel_error": o.max_rel_error})
+
+    def reproducer(self, item, outcome, folder: str) -> str | None:
+        """A pytest file (also a script) that runs the program again and fails as it did."""
+        name = "test_fuzz_" + item.key.replace(":", "_").replace("-", "_")
+        path = os.path.join(folder, f"{name}.py")
+        with open(path, "w") as f:
+            f.write(f'"""lowerkit fuzz item {item.key}: {outcome.verdict or outcome.status} '
+                    f'on {item.data["target"]}. Run: pytest {name}.py (or python)."""\n\n'
+                    "from lowerkit.tools.fuzz import Program, check_program\n\n"
+                    f"SOURCE = {item.data['source']!r}\n\n\n"
+                    f"def {name}():\n"
+                    f"    check_program(Program.parse(SOURCE), {item.data['target']!r})\n\n\n"
+                    f'if __name__ == "__main__":\n    {name}()\n')
+        return path
+
+
+def outcome_of(row) -> Outcome:
+    """A fuzz `Outcome` from an executor outcome (for the summary tables)."""
+    source = row.data.get("source")
+    kind = row.verdict if row.verdict in VERDICTS else {"timeout": "crash"}.get(row.status, "error")
+    message = row.log_tail or row.message if kind != "passed" else row.message
+    return Outcome(kind, message or row.message, row.data.get("target", "cpu"),
+                   Program.parse(source) if source else None, None,
+                   row.data.get("max_rel_error"))
+
+
 def journal_header(**run: Any) -> dict:
     """The first row of a ``lowerkit fuzz --json`` journal: what replaying it needs. The
     programs of a sweep are a function of its seed, example count and chains and of the
@@ -657,14 +749,15 @@ def replay(journal: str, targets: list[str] | None = None, everything: bool = Fa
     with open(journal) as f:
         for line in f:
             row = json.loads(line)
-            if not row.get("source") or (row["kind"] == "passed" and not everything):
+            kind, journaled, source = journal_row(row)
+            if not source or (kind == "passed" and not everything):
                 continue
-            key = (row["source"], None if targets else row["target"])
+            key = (source, None if targets else journaled)
             if key in seen:
                 continue
             seen.add(key)
-            program = Program.parse(row["source"])
-            for target in targets or [row["target"]]:
+            program = Program.parse(source)
+            for target in targets or [journaled]:
                 outcome = run_program(program, target)
                 outcomes.append(outcome)
                 if on_outcome is not None:

@@ -18,6 +18,7 @@ import lowerkit  # the public API, as a user calls it (and as a test patches it)
 
 from ..errors import IngressError, StageError
 from ..runtime.numerics import compare
+from ..tools.executor import Item, Job, Outcome
 from . import ZooModel
 
 # the stages a model goes through, in order, as named in `CoverageResult.stage`
@@ -78,3 +79,32 @@ def _summary(e: Exception) -> str:
     if not str(e):
         text += " " + traceback.format_exc(limit=2)
     return " ".join(text.split())[:400]
+
+
+
+@dataclass(frozen=True)
+class ZooJob(Job):
+    """`check_model` as a job of `lowerkit.tools.executor`: one item a zoo model (its name)."""
+
+    target: str = "cpu"
+
+    name = "zoo"
+
+    def run(self, item: Item) -> Outcome:
+        from . import get
+
+        r = check_model(get(item.key), self.target)
+        return Outcome(item.key, "ok" if r.ok else "fail", "passed" if r.ok else "failed",
+                       r.stage, r.message, data=r.to_json())
+
+
+def result_of(outcome: Outcome) -> CoverageResult:
+    """A `CoverageResult` from an executor outcome (a crash or a timeout has none of its own:
+    its stage is the outcome's status)."""
+    if "ok" in outcome.data:
+        fields = CoverageResult.__dataclass_fields__
+        values = {k: v for k, v in outcome.data.items() if k in fields}
+        values.update(name=outcome.key, stage=outcome.stage, message=outcome.message)
+        return CoverageResult(**values)
+    return CoverageResult(outcome.key, False, outcome.status, None, outcome.message,
+                          outcome.run.get("seconds") or 0.0)
