@@ -71,6 +71,8 @@ from typing import Any, Callable, Iterable
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_TORCH_MLIR = "LOWERKIT_TORCH_MLIR"
+# set by --capture-scalars for the workers (processes this one starts inherit it)
+ENV_CAPTURE_SCALARS = "LOWERKIT_E2E_CAPTURE_SCALARS"
 
 # Outcomes in report order; the pass rate is pass / (all - eager-fails).
 OUTCOMES = ("pass", "mismatch", "error", "fallback", "no-graph", "timeout", "crash", "eager-fails")
@@ -524,10 +526,11 @@ class Worker:
         options = {"strict": True}
         compiled_forward = torch.compile(module, backend="lowerkit", options=options)
         actual = []
+        capture = os.environ.get(ENV_CAPTURE_SCALARS) == "1"  # --capture-scalars
         for item in golden:
             fn = compiled_forward if item.symbol == "forward" else torch.compile(
                 _resolve(module, item.symbol), backend="lowerkit", options=options)
-            with torch.no_grad():
+            with torch.no_grad(), torch._dynamo.config.patch(capture_scalar_outputs=capture):
                 out = fn(*_clone(item.inputs))
             actual.append(types.SimpleNamespace(symbol=item.symbol, output=_clone(out)))
         breaks = [_first_line(str(k), 200) for k in counters["graph_break"]]
@@ -988,6 +991,7 @@ def run_meta(args, suite: Suite, names: list[str], seconds: float) -> dict:
         "seed": args.seed,
         "check_export": args.check_export,
         "dynamic": args.dynamic if args.via == "compile" else None,
+        "capture_scalar_outputs": bool(args.capture_scalars) if args.via == "backend" else None,
         "tests_selected": len(names),
         "tests_in_suite": len(suite.tests),
         "suite_modules_not_loaded": suite.unloaded,
@@ -1129,6 +1133,9 @@ def parse_args(argv=None):
     p.add_argument("--torch-mlir", default=os.environ.get(ENV_TORCH_MLIR),
                    help=f"folder holding projects/pt1/python of torch-mlir (or ${ENV_TORCH_MLIR})")
     p.add_argument("--via", choices=("backend", "compile"), default="backend")
+    p.add_argument("--capture-scalars", action="store_true",
+                   help="--via backend with Dynamo's capture_scalar_outputs: .item() and int(t) "
+                        "stay in the graph instead of breaking it")
     p.add_argument("--dynamic", choices=("auto", "static"), default="auto",
                    help="--via compile: annotate_args' -1 dims as torch.export.Dim.AUTO (auto, "
                    "the default) or compile for the first call's shapes (static)")
@@ -1176,6 +1183,8 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.capture_scalars:
+        os.environ[ENV_CAPTURE_SCALARS] = "1"
     if args.worker:
         return worker_main(args)
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp/lowerkit-xdg")
