@@ -283,6 +283,30 @@ def render_e2e(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + " ".join(extra) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- fuzz_campaign.py --json ----------------------------------------------------------------------
+def render_fuzz(data: dict, path: str) -> str:
+    """The fuzz campaign's verdicts, one row a target, and each failure's first line."""
+    from lowerkit.tools.fuzz import VERDICTS
+
+    lines = ["| target | programs | " + " | ".join(VERDICTS) + " |",
+             "| --- | ---: |" + " ---: |" * len(VERDICTS)]
+    for target, c in data["targets"].items():
+        lines.append(f"| `{target}` | {c['programs']} | "
+                     + " | ".join(f"**{c[k]}**" if k in ("wrong", "crash", "error") and c[k]
+                                  else str(c[k]) for k in VERDICTS) + " |")
+    header = data["header"]
+    text = (f"Seed {header['seed']}, {header['examples']} generated programs, each run on every "
+            f"target ({_num(data['seconds'] / 60, 2)} min on one core); the journal, with each "
+            f"program's source, is `benchmarks/results/{data['journal']}` "
+            f"(`lowerkit fuzz --replay` runs its failures again).")
+    failures = [f"- program {f['n']} on `{f['target']}`, {f['kind']}: "
+                f"{f['message'].splitlines()[0][:160]}" for f in data["failures"]]
+    if failures:
+        text += " What failed (each one is in `test/python/test_fuzz_regressions.py`):\n\n" \
+            + "\n".join(failures)
+    return "\n".join(lines) + "\n\n" + text + "\n\n" + provenance(path, data["meta"])
+
+
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
@@ -323,6 +347,11 @@ BLOCKS: dict[str, Block] = {
          " --jobs 2 --check-export --json benchmarks/results/e2e-backend.json"
          " --expectations test/e2e/expectations_backend.py",),
         render_e2e),
+    "fuzz": Block(
+        ("fuzz.json",),
+        (".venv/bin/python benchmarks/fuzz_campaign.py --examples 250 --seed 2111"
+         " --target cpu,vulkan:llvmpipe,vulkan --json benchmarks/results/fuzz.json",),
+        render_fuzz),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),
