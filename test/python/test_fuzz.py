@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 import lowerkit
 from lowerkit.tools.fuzz import (FAILURES, FAMILIES, VERDICTS, FuzzFailure, InputSpec, Outcome,
                                  Program, fuzz_targets, half_dependent_outputs, output_tolerances,
-                                 programs, run_program)
+                                 programs, run_program, well_conditioned)
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 
@@ -38,8 +38,9 @@ LONG_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_EXAMPLES", "2000"))
 # fix is not in the default pipeline yet: the sweep counts them apart instead of failing.
 KNOWN_DEFECTS: dict = {
     # name -> predicate on an Outcome, for defects with an xfail regression and no fix yet
-    # test_fuzz_regressions.py::test_variance_on_the_portable_vulkan_target (issue 21, item 1)
-    "f64-variance-on-portable-vulkan": lambda o: (
+    # test_fuzz_regressions.py::test_f64_constants_on_the_portable_vulkan_target (issue 21,
+    # item 1): variance-based norms and SDPA compute with f64 constants the target lacks
+    "f64-on-portable-vulkan": lambda o: (
         o.target == "vulkan" and o.kind == "error"
         and "failed to legalize operation 'arith.constant'" in o.message and ": f64" in o.message),
 }
@@ -281,6 +282,16 @@ def test_an_output_dtype_differing_from_eager_is_wrong(monkeypatch, dtype, to):
     outcome = run_program(PROMOTED)
     assert outcome.kind == "wrong" and outcome.failed, outcome.describe()
     assert f"dtype {to}, expected {dtype}" in outcome.message
+
+
+def test_norms_only_of_well_conditioned_groups():
+    """A constant group of several elements normalises to 0 in eager and to ~1e-3 in a valid
+    float32 order, (x - sum/N) / sqrt(eps) (fuzz campaign seed 2111, program 63: a false wrong
+    answer on cpu and vulkan:llvmpipe): the generator normalises only groups with a spread."""
+    assert not well_conditioned(torch.tensor([[11.7545] * 15, [-30.6972] * 15]))
+    assert well_conditioned(torch.arange(30.0).reshape(2, 15))
+    assert well_conditioned(torch.zeros(2, 4))  # exact: x - mean is 0
+    assert well_conditioned(torch.ones(3, 1))  # one element: its mean is itself
 
 
 def test_index_inputs_stay_in_range_and_parse_back():

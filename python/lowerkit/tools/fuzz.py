@@ -640,8 +640,24 @@ def _op_conv(b, v):
             f"padding={padding}, dilation={dilation}, groups={groups})", False)
 
 
+def well_conditioned(groups: torch.Tensor) -> bool:
+    """Whether normalising each row of ``groups`` by its own statistics is well conditioned.
+
+    1/sqrt(var + eps) of a (near-)constant group of several elements amplifies a last-bit
+    difference in its mean ~300 times (eps 1e-5): a constant group of 11.75 normalises to 0 in
+    eager and to 1.8e-3 in float32's ``(x - sum/N) / sqrt(eps)``, both valid evaluations (fuzz
+    campaign seed 2111, program 63). Only rows whose spread is at least 1/8 of their magnitude
+    are normalised; a row of one element is exact (its mean is itself)."""
+    rows = groups.double().reshape(-1, groups.shape[-1]) if groups.numel() else None
+    if rows is None or rows.shape[-1] < 2:
+        return True
+    var = rows.var(-1, unbiased=False)
+    return bool((var + 1e-5 >= (rows.abs().amax(-1) / 8) ** 2).all())
+
+
 def _op_norm(b, v):
-    """batch_norm in eval with running statistics, layer_norm, group_norm, instance_norm."""
+    """batch_norm in eval with running statistics, layer_norm, group_norm, instance_norm; the
+    last three only where they are well conditioned (`well_conditioned`)."""
     x = v.name
     r = v.example.dim()
     choice = b.draw(st.sampled_from(["batch", "layer", "group", "instance"]))
@@ -649,6 +665,8 @@ def _op_norm(b, v):
     if choice == "layer":
         n = b.draw(st.integers(1, min(2, r)))
         shape = v.shape[r - n:]
+        if v.example.numel() and not well_conditioned(v.example.reshape(*v.shape[:r - n], -1)):
+            return None
         if affine:
             w, bias = b.new_input(shape, v.dtype), b.new_input(shape, v.dtype)
             return f"F.layer_norm({x}, {shape}, {w.name}, {bias.name})", False
@@ -663,13 +681,17 @@ def _op_norm(b, v):
         return (f"F.batch_norm({x}, {mean.name}, {var.name}.abs() + 0.5, {w}, {bias}, "
                 f"training=False)"), False
     if choice == "instance":
-        if r < 3:
+        if r < 3 or v.example.numel() and not well_conditioned(
+                v.example.reshape(*v.shape[:2], -1)):
             return None
         return f"F.instance_norm({x}, weight={w}, bias={bias})", False
     groups = [g for g in (1, 2, 4, 8, c) if c and c % g == 0]
     if not groups:
         return None
-    return f"F.group_norm({x}, {b.draw(st.sampled_from(groups))}, {w}, {bias})", False
+    g = b.draw(st.sampled_from(groups))
+    if v.example.numel() and not well_conditioned(v.example.reshape(v.shape[0], g, -1)):
+        return None
+    return f"F.group_norm({x}, {g}, {w}, {bias})", False
 
 
 def _op_gather(b, v):
