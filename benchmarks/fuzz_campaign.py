@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", default="cpu,vulkan:llvmpipe,vulkan")
     p.add_argument("--json", type=Path, required=True, help="the summary; the journal goes "
                    "beside it, with the suffix .jsonl")
+    p.add_argument("--stopped", type=float, default=None, metavar="SECONDS",
+                   help="do not run: summarise the journal that a run stopped after SECONDS "
+                   "left beside --json (the summary says how many of --examples it ran)")
     a = p.parse_args(argv)
 
     from lowerkit.cli import main as lowerkit
@@ -53,10 +56,19 @@ def main(argv: list[str] | None = None) -> int:
                f"--json {journal}")
     meta = run_metadata(" ".join([Path(sys.argv[0]).as_posix(), *(argv or sys.argv[1:])]))
     start = time.perf_counter()
-    rc = lowerkit(["fuzz", "--examples", str(a.examples), "--seed", str(a.seed),
-                   "--target", a.target, "--json", str(journal)])
-    summary = {"meta": meta, "fuzz_command": command, "seconds": time.perf_counter() - start,
+    if a.stopped is not None:
+        rc, seconds = 0, a.stopped
+    else:
+        rc = lowerkit(["fuzz", "--examples", str(a.examples), "--seed", str(a.seed),
+                       "--target", a.target, "--json", str(journal)])
+        seconds = time.perf_counter() - start
+    summary = {"meta": meta, "fuzz_command": command, "seconds": seconds,
                "journal": journal.name, **summarise(journal)}
+    # the code that ran is the journal's (its first row is written as the run starts)
+    meta.update(commit=summary["header"]["lowerkit_commit"],
+                dirty=summary["header"]["lowerkit_dirty"])
+    ran = min(c["programs"] for c in summary["targets"].values())
+    summary["stopped_after"] = ran if ran < a.examples else None
     a.json.write_text(json.dumps(summary, indent=1) + "\n")
     return rc
 
