@@ -30,7 +30,10 @@ from lowerkit.tools.fuzz import (FAILURES, FAMILIES, VERDICTS, FuzzFailure, Inpu
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 
-CI_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_CI_EXAMPLES", "200"))
+# 150, not the 200 of the narrower space: its programs (convs, norms, attention at up to 64
+# channels) take 1.31x the CPU time to compile; 200 of them took 177 s of CPU against 135 s
+# for the old space's 200 (2026-11-25, `time pytest -k test_fuzz_ci_cpu`, 2-core machine)
+CI_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_CI_EXAMPLES", "150"))
 CI_VULKAN_EXAMPLES = max(1, CI_EXAMPLES // 5)
 LONG_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_EXAMPLES", "2000"))
 
@@ -357,6 +360,12 @@ def test_a_pure_f32_output_keeps_f32s_tolerance_beside_f16(monkeypatch):
 #   vulkan           40 programs: passed 40,  unsupported 0, wrong 0, crash 0, error 0 (100 %)
 # The portable "vulkan" floor is lower: it refuses int64 arithmetic (UnsupportedError), 50 of
 # 1610 random programs (3 %) in the long run the README cites; a sample of 40 may hold more.
+# The space widened to what real models do (issue 21, item 4), measured 2026-11-25 on commit
+# 338e3a8: cpu 200 programs, all passed. The floors were kept, not lowered to what the wider
+# space finds: on the portable "vulkan" target the campaign the README cites (seed 2111) passed
+# 42 of 75 programs: 15 errors are float64 constants the target lacks (a known defect above,
+# strict xfail in test_fuzz_regressions.py), 18 refusals int64 index math, both item 1 of issue
+# 21; test_fuzz_ci_vulkan[vulkan] stays under its floor until that work lands.
 CI_FLOORS = {"cpu": 0.97, "vulkan:llvmpipe": 0.95, "vulkan": 0.90}
 
 
