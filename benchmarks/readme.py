@@ -328,6 +328,33 @@ def render_executor_scaling(data: dict, path: str) -> str:
             "torch, the first compile).\n\n" + provenance(path, data["meta"]))
 
 
+# -- fuzz_campaign.py --json ----------------------------------------------------------------------
+def render_fuzz(data: dict, path: str) -> str:
+    """The fuzz campaign's verdicts, one row a target, and each failure's first line."""
+    from lowerkit.tools.fuzz import VERDICTS
+
+    lines = ["| target | programs | " + " | ".join(VERDICTS) + " |",
+             "| --- | ---: |" + " ---: |" * len(VERDICTS)]
+    for target, c in data["targets"].items():
+        lines.append(f"| `{target}` | {c['programs']} | "
+                     + " | ".join(f"**{c[k]}**" if k in ("wrong", "crash", "error") and c[k]
+                                  else str(c[k]) for k in VERDICTS) + " |")
+    header = data["header"]
+    stopped = data.get("stopped_after")
+    ran = (f"the first {stopped} of {header['examples']} generated programs (the run was stopped "
+           f"there)" if stopped else f"{header['examples']} generated programs")
+    text = (f"Seed {header['seed']}, {ran}, each run on every target "
+            f"({_num(data['seconds'] / 60, 2)} min); the journal, with each "
+            f"program's source, is `benchmarks/results/{data['journal']}` "
+            f"(`lowerkit fuzz --replay` runs its failures again).")
+    failures = [f"- program {f['n']} on `{f['target']}`, {f['kind']}: "
+                f"{f['message'].splitlines()[0][:160]}" for f in data["failures"]]
+    if failures:
+        text += " What failed:\n\n" \
+            + "\n".join(failures)
+    return "\n".join(lines) + "\n\n" + text + "\n\n" + provenance(path, data["meta"])
+
+
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
@@ -378,6 +405,11 @@ BLOCKS: dict[str, Block] = {
         (".venv/bin/python benchmarks/executor_scaling.py --torch-mlir TORCH_MLIR_CHECKOUT"
          " --json benchmarks/results/executor-scaling.json",),
         render_executor_scaling),
+    "fuzz": Block(
+        ("fuzz.json",),
+        (".venv/bin/python benchmarks/fuzz_campaign.py --examples 160 --seed 2111"
+         " --target cpu,vulkan:llvmpipe,vulkan --json benchmarks/results/fuzz.json",),
+        render_fuzz),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),

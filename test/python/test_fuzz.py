@@ -15,6 +15,7 @@ repr is its source); paste it into test_fuzz_regressions.py.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections import Counter
 
@@ -23,13 +24,16 @@ import torch
 from hypothesis import HealthCheck, given, settings
 
 import lowerkit
-from lowerkit.tools.fuzz import (FAILURES, VERDICTS, FuzzFailure, InputSpec, Outcome, Program,
-                           fuzz_targets, half_dependent_outputs, output_tolerances, programs,
-                           run_program)
+from lowerkit.tools.fuzz import (FAILURES, FAMILIES, VERDICTS, FuzzFailure, InputSpec, Outcome,
+                                 Program, fuzz_targets, half_dependent_outputs, output_tolerances,
+                                 programs, run_program, well_conditioned)
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 
-CI_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_CI_EXAMPLES", "200"))
+# 150, not the 200 of the narrower space: its programs (convs, norms, attention at up to 64
+# channels) take 1.31x the CPU time to compile; 200 of them took 177 s of CPU against 135 s
+# for the old space's 200 (2026-11-25, `time pytest -k test_fuzz_ci_cpu`, 2-core machine)
+CI_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_CI_EXAMPLES", "150"))
 CI_VULKAN_EXAMPLES = max(1, CI_EXAMPLES // 5)
 LONG_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_EXAMPLES", "2000"))
 
@@ -37,6 +41,11 @@ LONG_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_EXAMPLES", "2000"))
 # fix is not in the default pipeline yet: the sweep counts them apart instead of failing.
 KNOWN_DEFECTS: dict = {
     # name -> predicate on an Outcome, for defects with an xfail regression and no fix yet
+    # test_fuzz_regressions.py::test_f64_constants_on_the_portable_vulkan_target (issue 21,
+    # item 1): variance-based norms and SDPA compute with f64 constants the target lacks
+    "f64-on-portable-vulkan": lambda o: (
+        o.target == "vulkan" and o.kind == "error"
+        and "failed to legalize operation 'arith.constant'" in o.message and ": f64" in o.message),
 }
 
 
@@ -77,25 +86,97 @@ def test_generated_programs_are_printable_and_run_eagerly(program):
     assert Program.parse(src) == program
 
 
-def test_generator_reaches_the_odd_cases():
-    """Over a fixed sample, the generator makes every kind of op and odd shape it promises."""
+def _sample(n: int, **kwargs) -> list[Program]:
+    """``n`` programs of a fixed sample (``derandomize``) of ``programs(**kwargs)``."""
     seen: list[Program] = []
 
-    @settings(max_examples=300, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=n, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
-    @given(programs())
+    @given(programs(**kwargs))
     def collect(p):
         seen.append(p)
 
     collect()
-    text = "\n".join(p.source for p in seen)
-    for needle in ("F.max_pool2d", "F.avg_pool2d", "F.conv2d", "torch.cat", "F.pad", "torch.where",
-                   "masked_fill", "::2", "@", ".to(torch.float16)", ".argmax(", "ceil_mode=True"):
-        assert needle in text, needle
+    return seen
+
+
+def test_generator_reaches_the_odd_cases():
+    """Over a fixed sample, the generator makes every dtype, odd shape and model-like size."""
+    seen = _sample(150)
     dtypes = {i.dtype for p in seen for i in p.inputs}
     assert {torch.float32, torch.float16, torch.int64, torch.bool} <= dtypes
     shapes = [i.shape for p in seen for i in p.inputs]
     assert any(0 in s for s in shapes) and any(1 in s for s in shapes)
+    # sizes that make IREE tile: 64 channels, 32 wide
+    assert any(len(s) >= 3 and s[1] == 64 for s in shapes) and any(32 in s for s in shapes)
+    # int64 index inputs (in range)
+    assert any(i.high is not None for p in seen for i in p.inputs)
+
+
+# what each family of ops must make over a fixed sample of programs drawn from it alone
+FAMILY_NEEDLES = {
+    "shape": ("torch.cat", "F.pad", ":3]", ".permute("),  # :3]: a step
+    "mask": ("torch.where", "masked_fill", ".to(torch.float16)"),
+    "reduce": (".argmax(", "torch.softmax(", "torch.cumsum("),
+    "pool": ("F.max_pool2d", "F.avg_pool2d", "ceil_mode=True", "F.max_pool1d", "F.avg_pool1d",
+             "F.adaptive_", "dilation=2"),
+    "conv": ("F.conv1d", "F.conv2d", "padding='same'", "dilation=2", "stride=2"),
+    "norm": ("F.batch_norm", "training=False", "F.layer_norm", "F.group_norm", "F.instance_norm"),
+    "gather": ("F.embedding", "torch.index_select", "torch.gather", ".argmax("),
+    "attention": ("F.scaled_dot_product_attention", "is_causal=True", "attn_mask=",
+                  "dtype=torch.bool", "torch.softmax(", ".transpose(-2, -1)"),
+    "interpolate": ("F.interpolate", "mode='nearest'", "mode='bilinear'", "mode='linear'",
+                    "align_corners=True", "align_corners=False", "scale_factor="),
+    "matmul": ("@", "F.linear"),
+    "promote": (" / ", "torch.where(", " * 1.5"),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_NEEDLES))
+def test_generator_reaches_what_real_models_do(family):
+    chosen = tuple(f for f in FAMILIES if f.name == family)
+    assert chosen, f"no family {family!r} in the space"
+    seen = _sample(40, families=chosen)
+    text = "\n".join(p.source for p in seen)
+    for needle in FAMILY_NEEDLES[family]:
+        assert needle in text, needle
+    if family == "conv":  # grouped (1 < groups < channels) and depthwise (groups == channels)
+        groups = _conv_groups(seen)
+        assert any(1 < g == c for g, c in groups), "no depthwise conv"
+        assert any(1 < g < c for g, c in groups), "no grouped conv"
+    if family == "promote":  # ops mixing dtypes, whose result dtype eager promotes
+        promoted = {pair for p in seen for pair in _mixed_operands(p)}
+        assert {("float16", "float32"), ("int64", "float32"), ("bool", "float32")} <= promoted
+
+
+def _conv_groups(seen: list[Program]) -> list[tuple[int, int]]:
+    """(groups, input channels) of each convolution of the programs, read off the weights."""
+    found = []
+    for p in seen:
+        shapes = {i.name: i.shape for i in p.inputs}
+        for line in p.lines:
+            m = re.search(r"F\.conv[12]d\(\w+, (\w+),.*groups=(\d+)\)", line)
+            if m:
+                g = int(m[2])
+                found.append((g, shapes[m[1]][1] * g))
+    return found
+
+
+def _mixed_operands(p: Program) -> list[tuple[str, str]]:
+    """The (dtype, dtype) pairs of the binary ops of ``p`` whose operands' dtypes differ."""
+    env = dict(zip((i.name for i in p.inputs), p.make_inputs()))
+    env.update(torch=torch, F=torch.nn.functional)
+    pairs = []
+    for line in p.lines:
+        name, expr = (s.strip() for s in line.split("=", 1))
+        m = re.fullmatch(r"(\w+) [-+*/] (\w+)|torch\.maximum\((\w+), (\w+)\)", expr)
+        if m and all(g in env for g in m.groups() if g):
+            x, y = [g for g in m.groups() if g]
+            a, b = (str(env[x].dtype).removeprefix("torch."), str(env[y].dtype).removeprefix("torch."))
+            if a != b:
+                pairs += [(a, b), (b, a)]
+        env[name] = eval(expr, env)
+    return pairs
 
 
 def test_regression_source_is_self_contained():
@@ -175,6 +256,57 @@ def test_a_correct_program_passes_and_a_wrong_answer_is_wrong(monkeypatch):
     assert outcome.kind == "wrong" and outcome.failed, outcome.describe()
 
 
+# Mixed dtypes, each output's dtype by torch's promotion: int64 + float32 and float16 + float32
+# -> float32, bool * 1.5 -> float32, int64 / int64 -> float32, where(bool, float16, int64) ->
+# float16, int64 * 2 -> int64
+PROMOTED = Program((InputSpec("a", (4, 8), torch.int64), InputSpec("b", (4, 8), torch.float16),
+                    InputSpec("c", (4, 8), torch.float32), InputSpec("d", (4, 8), torch.bool)),
+                   ("v1 = a + c", "v2 = b + c", "v3 = d * 1.5", "v4 = a / (a.abs() + 1)",
+                    "v5 = torch.where(d, b, a)", "v6 = a * 2"),
+                   ("v1", "v2", "v3", "v4", "v5", "v6"), 5)
+
+
+def test_mixed_dtype_outputs_take_eagers_dtypes():
+    assert [o.dtype for o in PROMOTED.function()(*PROMOTED.make_inputs())] == [
+        torch.float32, torch.float32, torch.float32, torch.float32, torch.float16, torch.int64]
+    outcome = run_program(PROMOTED)
+    assert outcome.kind == "passed", outcome.describe()
+
+
+@pytest.mark.parametrize("dtype,to", [(torch.float32, torch.float64), (torch.int64, torch.int32),
+                                      (torch.float16, torch.float32)])
+def test_an_output_dtype_differing_from_eager_is_wrong(monkeypatch, dtype, to):
+    """The same values in another dtype are a wrong answer, not a pass."""
+    from lowerkit.runtime.artifact import Artifact
+
+    call = Artifact.__call__
+    monkeypatch.setattr(Artifact, "__call__", lambda self, *args: tuple(
+        o.to(to) if o.dtype == dtype else o for o in call(self, *args)))
+    outcome = run_program(PROMOTED)
+    assert outcome.kind == "wrong" and outcome.failed, outcome.describe()
+    assert f"dtype {to}, expected {dtype}" in outcome.message
+
+
+def test_norms_only_of_well_conditioned_groups():
+    """A constant group of several elements normalises to 0 in eager and to ~1e-3 in a valid
+    float32 order, (x - sum/N) / sqrt(eps) (fuzz campaign seed 2111, program 63: a false wrong
+    answer on cpu and vulkan:llvmpipe): the generator normalises only groups with a spread."""
+    assert not well_conditioned(torch.tensor([[11.7545] * 15, [-30.6972] * 15]))
+    assert well_conditioned(torch.arange(30.0).reshape(2, 15))
+    assert well_conditioned(torch.zeros(2, 4))  # exact: x - mean is 0
+    assert well_conditioned(torch.ones(3, 1))  # one element: its mean is itself
+
+
+def test_index_inputs_stay_in_range_and_parse_back():
+    p = Program((InputSpec("a", (5, 3), torch.float32), InputSpec("w0", (64,), torch.int64, 5)),
+                ("v1 = torch.index_select(a, 0, w0)",), ("v1",), seed=2)
+    assert "w0: [64] int64 in [0, 5)" in p.source
+    assert Program.parse(p.source) == p
+    idx = p.make_inputs()[1]
+    assert int(idx.min()) == 0 and int(idx.max()) == 4  # 64 draws: every index shows up
+    assert p.function()(*p.make_inputs())[0].shape == (64, 3)
+
+
 def _perturb_compiled_outputs(monkeypatch, dtype: torch.dtype, rel: float) -> None:
     """A planted fault: every compiled ``dtype`` output is off by ``rel`` of its scale."""
     from lowerkit.runtime.artifact import Artifact
@@ -228,6 +360,14 @@ def test_a_pure_f32_output_keeps_f32s_tolerance_beside_f16(monkeypatch):
 #   vulkan           40 programs: passed 40,  unsupported 0, wrong 0, crash 0, error 0 (100 %)
 # The portable "vulkan" floor is lower: it refuses int64 arithmetic (UnsupportedError), 50 of
 # 1610 random programs (3 %) in the long run the README cites; a sample of 40 may hold more.
+# The space widened to what real models do (issue 21, item 4), measured 2026-11-25 on commit
+# 338e3a8: cpu 200 programs, all passed; on c6d5fc6 the CI sizes: cpu 150 passed 150,
+# vulkan:llvmpipe 30 passed 30, vulkan 30 passed 19 (10 errors, all the f64 known defect, 1
+# unsupported: 63 %, under its floor). The floors were kept, not lowered to what the wider
+# space finds: on the portable "vulkan" target the campaign the README cites (seed 2111) passed
+# 42 of 75 programs: 15 errors are float64 constants the target lacks (a known defect above,
+# strict xfail in test_fuzz_regressions.py), 18 refusals int64 index math, both item 1 of issue
+# 21; test_fuzz_ci_vulkan[vulkan] stays under its floor until that work lands.
 CI_FLOORS = {"cpu": 0.97, "vulkan:llvmpipe": 0.95, "vulkan": 0.90}
 
 

@@ -171,3 +171,11 @@ def test_elementwise_rtol_atol_stay_for_explicit_callers():
     assert not r.ok and "exceeds atol=0.0001, rtol=0" in r.message
     with pytest.raises(TypeError, match="not both"):
         compare(a, e, tol=Tolerance(1e-3, REASON), atol=1e-3)
+
+
+@pytest.mark.parametrize("got,expected", [(torch.float64, torch.float32), (torch.float16, torch.float32),
+                                          (torch.int32, torch.int64), (torch.bool, torch.int64),
+                                          (torch.float32, torch.int64)])
+def test_a_dtype_other_than_expected_fails_even_with_equal_values(got, expected):
+    result = compare((torch.ones(3, dtype=got),), (torch.ones(3, dtype=expected),))
+    assert not result.ok and f"output[0]: dtype {got}, expected {expected}" in result.message
