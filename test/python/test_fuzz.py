@@ -40,12 +40,9 @@ LONG_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_EXAMPLES", "2000"))
 # Defects the fuzzer found that have an xfail regression in test_fuzz_regressions.py and whose
 # fix is not in the default pipeline yet: the sweep counts them apart instead of failing.
 KNOWN_DEFECTS: dict = {
-    # name -> predicate on an Outcome, for defects with an xfail regression and no fix yet
-    # test_fuzz_regressions.py::test_f64_constants_on_the_portable_vulkan_target (issue 21,
-    # item 1): variance-based norms and SDPA compute with f64 constants the target lacks
-    "f64-on-portable-vulkan": lambda o: (
-        o.target == "vulkan" and o.kind == "error"
-        and "failed to legalize operation 'arith.constant'" in o.message and ": f64" in o.message),
+    # name -> predicate on an Outcome, for defects with an xfail regression and no fix yet.
+    # (Empty: "f64-on-portable-vulkan", float64 constants on the portable vulkan target, is
+    # fixed by Target.float64; test_fuzz_regressions.py::test_f64_constants_on_the_portable_*)
 }
 
 
