@@ -2,6 +2,8 @@
 
 Each factory returns ``(model, args)`` and runs through ``lowerkit run MODULE.py:FACTORY``.
 `ZOO` names them all, with tags: ``slow`` ones are left out of the default checks and bench.
+`lowerkit.zoo.ecosystem.ECOSYSTEM` names models built from ``transformers``, ``torchvision``
+and ``timm`` beside them (`find` looks in both).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Callable
 from ..errors import LowerkitError
 from ..runtime.numerics import Tolerance
 
-__all__ = ["ZooModel", "ZOO", "models", "get"]
+__all__ = ["ZooModel", "ZOO", "models", "get", "find"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,8 @@ class ZooModel:
     group: str                   # vision, language, sequence, ops
     tags: frozenset[str] = frozenset()
     tol: Tolerance | None = None
+    note: str = ""               # how it was built, where that matters (use_cache=False)
+    known: str = ""              # a known failure: the stage that stops it and why
 
     @property
     def factory(self) -> Callable:
@@ -108,3 +112,15 @@ def get(name: str) -> ZooModel:
         return ZOO[name]
     except KeyError:
         raise LowerkitError(f"no zoo model {name!r}; known: {', '.join(ZOO)}") from None
+
+
+def find(name: str) -> ZooModel:
+    """A model of the hand-written zoo or of the ecosystem zoo (`lowerkit.zoo.ecosystem`)."""
+    if name in ZOO:
+        return ZOO[name]
+    from .ecosystem import ECOSYSTEM
+
+    try:
+        return ECOSYSTEM[name]
+    except KeyError:
+        raise LowerkitError(f"no zoo model {name!r}; known: {', '.join([*ZOO, *ECOSYSTEM])}") from None
