@@ -20,6 +20,7 @@ import torch.utils._pytree as pytree
 
 from ..errors import IngressError
 from . import decompositions
+from .constant_lists import read_list_constants
 from .signature import CallSignature, Constant, Leaf, TensorSpec
 from .tensor_literals import TensorLiteralHooks
 
@@ -220,6 +221,7 @@ def import_program(
     as_exported = _export(wrapper, tensors, dyn, "")
     exported, state = _with_explicit_state(_decompose(as_exported), wrapper, tensors, dyn)
     _keep_non_persistent_buffers(exported)
+    read_list_constants(exported)
     signature = _call_signature(exported, in_spec, in_leaves, captured, dyn, state)
     try:
         # issue 7: weights go in as raw bytes (tensor_literals), not through tolist() (~8 s on ResNet-18).
