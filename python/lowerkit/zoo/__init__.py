@@ -3,7 +3,7 @@
 Each factory returns ``(model, args)`` and runs through ``lowerkit run MODULE.py:FACTORY``.
 `ZOO` names them all, with tags: ``slow`` ones are left out of the default checks and bench.
 `lowerkit.zoo.ecosystem.ECOSYSTEM` names models built from ``transformers``, ``torchvision``
-and ``timm`` beside them (`find` looks in both).
+and ``timm`` beside them (`lowerkit.zoo.ecosystem.find` looks in both).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Callable
 from ..errors import LowerkitError
 from ..runtime.numerics import Tolerance
 
-__all__ = ["ZooModel", "ZOO", "models", "get", "find"]
+__all__ = ["ZooModel", "ZOO", "models", "get"]
 
 
 @dataclass(frozen=True)
@@ -113,14 +113,3 @@ def get(name: str) -> ZooModel:
     except KeyError:
         raise LowerkitError(f"no zoo model {name!r}; known: {', '.join(ZOO)}") from None
 
-
-def find(name: str) -> ZooModel:
-    """A model of the hand-written zoo or of the ecosystem zoo (`lowerkit.zoo.ecosystem`)."""
-    if name in ZOO:
-        return ZOO[name]
-    from .ecosystem import ECOSYSTEM
-
-    try:
-        return ECOSYSTEM[name]
-    except KeyError:
-        raise LowerkitError(f"no zoo model {name!r}; known: {', '.join([*ZOO, *ECOSYSTEM])}") from None

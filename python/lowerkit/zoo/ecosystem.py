@@ -8,10 +8,10 @@ which lowerkit does not take as an output yet, so these entries test the model b
 
 torchvision on PyPI is a CUDA build: beside the CPU torch its C++ library does not load, and
 ``import torchvision`` (also from ``timm``, and from ``transformers`` wherever torchvision is
-installed) dies on ``operator torchvision::nms does not exist``. `import_torchvision` defines
+installed) dies on ``operator torchvision::nms does not exist``. `patch_torchvision` defines
 the two schemas torchvision's Python side registers fake kernels for (``nms``, ``qnms``; none
-of these models calls them) before importing it. It is applied by each factory here and by
-the test suite's ``conftest.py``, never by lowerkit itself.
+of these models calls them) when that library does not load. It is applied by each factory
+here and by the test suite's ``conftest.py``, never by lowerkit itself.
 """
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ from typing import Any
 
 import torch
 
-from . import ZooModel
+from . import ZOO, ZooModel
+from ..errors import LowerkitError
 
-__all__ = ["ECOSYSTEM", "ecosystem_models", "import_torchvision", "LIBRARIES"]
+__all__ = ["ECOSYSTEM", "ecosystem_models", "find", "patch_torchvision", "import_torchvision",
+           "LIBRARIES"]
 
 LIBRARIES = ("transformers", "torchvision", "timm")
 
@@ -44,33 +46,46 @@ def _torchvision_ops_load() -> bool:
         return False
 
 
+def patch_torchvision() -> bool:
+    """Where torchvision is installed but its C++ library does not load beside this torch (a
+    CUDA wheel with the CPU torch), define the ops its import registers fake kernels for,
+    without kernels, so that ``import torchvision`` works; calling them
+    (``torchvision.ops.nms``) then fails, and none of these models does. Imports nothing of
+    torchvision. True when the schemas were defined (now or before)."""
+    import glob
+    import importlib.util
+    import os
+
+    if _TORCHVISION_LIB:
+        return True
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or _torchvision_ops_load():
+        return False
+    for path in glob.glob(os.path.join(spec.submodule_search_locations[0], "_C*.so")):
+        try:
+            torch.ops.load_library(path)  # what torchvision.extension would load
+            return False
+        except OSError:
+            break
+    lib = torch.library.Library("torchvision", "FRAGMENT")
+    for schema in _TORCHVISION_SCHEMAS:
+        lib.define(schema)
+    _TORCHVISION_LIB.append(lib)
+    return True
+
+
 def import_torchvision():
-    """``import torchvision`` where its C++ library cannot load beside this torch (a CUDA
-    wheel with the CPU torch): the ops its import registers fake kernels for are defined
-    first, without kernels. Calling them (``torchvision.ops.nms``) then fails; the models do
-    not. Returns the module; ImportError when torchvision is not installed."""
+    """``import torchvision``, after `patch_torchvision`; ImportError when not installed."""
     import importlib.util
 
     if importlib.util.find_spec("torchvision") is None:
-        raise ImportError("torchvision is not installed (pip install 'lowerkit[ecosystem]')")
-    if not _torchvision_ops_load():
-        try:
-            import torchvision.extension  # noqa: F401 - loads _C.so when it can
-        except Exception:  # noqa: BLE001 - the import below says what remains wrong
-            pass
-    if not _torchvision_ops_load() and not _TORCHVISION_LIB:
-        lib = torch.library.Library("torchvision", "FRAGMENT")
-        for schema in _TORCHVISION_SCHEMAS:
-            lib.define(schema)
-        _TORCHVISION_LIB.append(lib)
+        raise ImportError("torchvision is not installed (pip install -e '.[ecosystem]')")
+    patch_torchvision()
     return importlib.import_module("torchvision")
 
 
 def _transformers():
-    import importlib.util
-
-    if importlib.util.find_spec("torchvision") is not None:
-        import_torchvision()  # transformers imports it when it is installed
+    patch_torchvision()  # transformers imports torchvision wherever it is installed
     return importlib.import_module("transformers")
 
 
@@ -334,7 +349,7 @@ def _e(name: str, library: str, *tags: str, note: str = "", known: str = "") -> 
 
 _ENTRIES = [
     # transformers decoders
-    _e("gpt2", "transformers", "fast", note=_NO_CACHE),
+    _e("gpt2", "transformers", "fast", note=_NO_CACHE),  # the one run by default (~15 s)
     _e("llama", "transformers", note=_NO_CACHE),
     _e("mistral", "transformers", note=_NO_CACHE),
     _e("qwen2", "transformers", note=_NO_CACHE),
@@ -344,7 +359,7 @@ _ENTRIES = [
     _e("gpt_neox", "transformers", note=_NO_CACHE),
     _e("falcon", "transformers", note=_NO_CACHE),
     # transformers encoders
-    _e("bert", "transformers", "fast"),
+    _e("bert", "transformers"),
     _e("roberta", "transformers"),
     _e("distilbert", "transformers"),
     _e("albert", "transformers"),
@@ -353,7 +368,7 @@ _ENTRIES = [
     _e("t5", "transformers", note=_NO_CACHE_S2S),
     _e("bart", "transformers", note=_NO_CACHE_S2S),
     # transformers vision and speech
-    _e("vit", "transformers", "fast"),
+    _e("vit", "transformers"),
     _e("hf_swin", "transformers"),
     _e("hf_convnext", "transformers"),
     _e("wav2vec2", "transformers"),
@@ -383,3 +398,11 @@ def ecosystem_models(fast_only: bool = False, names: list[str] | None = None) ->
     if names:
         return [ECOSYSTEM[n] for n in names]
     return [m for m in _ENTRIES if not fast_only or "fast" in m.tags]
+
+
+def find(name: str) -> ZooModel:
+    """A model of the hand-written zoo (`lowerkit.zoo.ZOO`) or of this one."""
+    try:
+        return ZOO[name] if name in ZOO else ECOSYSTEM[name]
+    except KeyError:
+        raise LowerkitError(f"no zoo model {name!r}; known: {', '.join([*ZOO, *ECOSYSTEM])}") from None
