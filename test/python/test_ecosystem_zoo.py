@@ -55,6 +55,8 @@ def test_ecosystem_zoo_covers_the_issue_s_families():
     assert fast and all(_library(ECOSYSTEM[n]) == "transformers" for n in fast)
 
 
+@pytest.mark.slow  # 13 s; the default gpt2 case already fails without the patch (transformers
+# imports torchvision wherever it is installed)
 @pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="needs timm, torchvision")
 def test_torchvision_and_timm_import_beside_the_cpu_torch():
     # conftest.py applied lowerkit.zoo.ecosystem.patch_torchvision; PyPI's torchvision is a
