@@ -128,3 +128,10 @@ def compile_for(entry: ZooModel, targets: list[str], **compile_options) -> list[
         results.append(CompileResult(t, True, "iree-compile", art.compile_rung, "",
                                      imported_seconds + time.perf_counter() - start))
     return results
+
+
+def _summary(e: Exception) -> str:
+    text = f"{type(e).__name__}: {e}".strip()
+    if not str(e):
+        text += " " + traceback.format_exc(limit=2)
+    return " ".join(text.split())[:400]
