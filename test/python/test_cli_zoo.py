@@ -91,6 +91,7 @@ class _EcosystemEntry(ZooModel):
 
 
 def test_the_ecosystem_table_comes_beside_the_zoo_with_the_rung(monkeypatch, capsys):
+    import lowerkit.zoo.coverage as coverage
     import lowerkit.zoo.ecosystem as ecosystem
 
     entry = _EcosystemEntry("lk_eco_tiny", "test:lk_eco_tiny", "ecosystem",
@@ -99,6 +100,10 @@ def test_the_ecosystem_table_comes_beside_the_zoo_with_the_rung(monkeypatch, cap
     assert cli_main(["zoo", "--ecosystem", "--list"]) == 0
     listed = capsys.readouterr().out
     assert "lk_eco_tiny" in listed and "resnet18" in listed
+    # no compile: the table shows what check_model found, the rung included
+    rungs = {"mlp": "fast", "lk_eco_tiny": "no ukernels"}
+    monkeypatch.setattr(coverage, "check_model", lambda m, target: coverage.CoverageResult(
+        m.name, True, "check", 0.0, "", 1.5, {}, 0.0, rungs[m.name]))
     monkeypatch.setattr(zoo, "models", lambda include_slow=False, names=None: [zoo.ZOO["mlp"]])
     assert cli_main(["zoo", "--ecosystem"]) == 0
     out = capsys.readouterr().out
@@ -108,5 +113,5 @@ def test_the_ecosystem_table_comes_beside_the_zoo_with_the_rung(monkeypatch, cap
     assert not any("lk_eco_tiny" in line for line in first_rows)
     row = next(line for line in second.splitlines()
                if line.startswith("│") and "lk_eco_tiny" in line)
-    assert "transformers" in row and "check ✓" in row and "│ fast" in row, row
+    assert "transformers" in row and "check ✓" in row and "no ukernels" in row, row
     assert "2/2 models match eager on cpu" in out
