@@ -321,6 +321,10 @@ def render_ecosystem(data: dict, path: str) -> str:
             + ", ".join(f"{k} {v}" for k, v in rungs.most_common()) + "."]
     if failed:
         text.append("Stopped: " + "; ".join(failed) + ".")
+    for m in data.get("merged", []):
+        redone = [r["model"] for r in data["models"] if r.get("commit") == m["commit"]]
+        text.append(f"Rows {', '.join(redone)} taken again at commit `{m['commit'][:10]}` "
+                    f"({m['date']}; `{m['command']}`).")
     return "\n".join(lines) + "\n\n" + " ".join(text) + "\n\n" + provenance(path, data["meta"])
 
 
