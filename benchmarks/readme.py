@@ -355,6 +355,51 @@ def render_fuzz(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + text + "\n\n" + provenance(path, data["meta"])
 
 
+def render_ecosystem(data: dict, path: str) -> str:
+    """Per ecosystem model: the host check (stage reached, rung, error / scale, compile s) and
+    the rung per named CPU; then the counts and the rungs used."""
+    from collections import Counter
+
+    from lowerkit.zoo.ecosystem import ECOSYSTEM
+
+    cpus = data["meta"].get("cpus", [])
+    lines = ["| model | library | on this host | rung | error / scale | compile s | "
+             + " | ".join(f"`cpu:{c}`" for c in cpus) + " |",
+             "| --- | --- | --- | --- | ---: | ---: |" + " --- |" * len(cpus)]
+    rungs, cpu_ok = Counter(), Counter()
+    for r in data["models"]:
+        h = r["host"]
+        where = "✓ matches eager" if h["ok"] else f"✗ {h['stage']}"
+        if h.get("rung"):
+            rungs[h["rung"]] += 1
+        per_cpu = []
+        for c in cpus:
+            cr = r["cpus"].get(c, {})
+            cpu_ok[c] += bool(cr.get("ok"))
+            if cr.get("rung"):
+                rungs[cr["rung"]] += 1
+            per_cpu.append(cr["rung"] if cr.get("ok") else f"✗ {cr.get('stage', '-')}")
+        lines.append(f"| {r['model']} | {r['library']} | {where} | {h.get('rung') or '-'} "
+                     f"| {_num(h.get('max_rel_error'), 2)} | {_seconds(h.get('compile_seconds'))} "
+                     f"| " + " | ".join(per_cpu) + " |")
+    n = len(data["models"])
+    passed = sum(r["host"]["ok"] for r in data["models"])
+    failed = [f"{r['model']} ({r['host']['stage']}: {r['host'].get('message', '')[:120]})"
+              for r in data["models"] if not r["host"]["ok"]]
+    text = [f"**{passed} of {n}** models (the zoo has {len(ECOSYSTEM)}) compile and match eager "
+            f"on this host; compiled for "
+            + ", ".join(f"`{c}`: {cpu_ok[c]} of {n}" for c in cpus) + ". Compile ladder rungs "
+            "used, over every compile: "
+            + ", ".join(f"{k} {v}" for k, v in rungs.most_common()) + "."]
+    if failed:
+        text.append("Stopped: " + "; ".join(failed) + ".")
+    for m in data.get("merged", []):
+        redone = [r["model"] for r in data["models"] if r.get("commit") == m["commit"]]
+        text.append(f"Rows {', '.join(redone)} taken again at commit `{m['commit'][:10]}` "
+                    f"({m['date']}; `{m['command']}`).")
+    return "\n".join(lines) + "\n\n" + " ".join(text) + "\n\n" + provenance(path, data["meta"])
+
+
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
@@ -410,6 +455,10 @@ BLOCKS: dict[str, Block] = {
         (".venv/bin/python benchmarks/fuzz_campaign.py --examples 160 --seed 2111"
          " --target cpu,vulkan:llvmpipe,vulkan --json benchmarks/results/fuzz.json",),
         render_fuzz),
+    "ecosystem": Block(
+        ("ecosystem-cpu.json",),
+        (".venv/bin/python benchmarks/ecosystem.py --json benchmarks/results/ecosystem-cpu.json",),
+        render_ecosystem),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),

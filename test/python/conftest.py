@@ -28,6 +28,12 @@ _OWNED: list[str] = []
 
 
 def pytest_configure(config):
+    # torchvision from PyPI is a CUDA build whose C++ library does not load beside the CPU
+    # torch; without this, importing it (transformers does wherever it is installed) fails on
+    # "operator torchvision::nms does not exist". See lowerkit.zoo.ecosystem.patch_torchvision.
+    from lowerkit.zoo.ecosystem import patch_torchvision
+
+    patch_torchvision()
     config.addinivalue_line("markers", "fuzz: long differential fuzzing run")
     config.addinivalue_line(
         "markers", "runs_target: the test runs its `target` parameter's device; SKIP with the "

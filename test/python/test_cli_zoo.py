@@ -88,3 +88,43 @@ def test_a_coverage_result_survives_the_executors_journal():
     assert result_of(Outcome.from_row(outcome.to_row())) == r
     lost = result_of(Outcome("m", "timeout", "timeout", "run", "no result within 9 s"))
     assert (lost.ok, lost.stage) == (False, "timeout")
+
+
+class _Tiny(torch.nn.Module):
+    def forward(self, x):
+        return torch.tanh(x) * 2
+
+
+class _EcosystemEntry(ZooModel):
+    """An ecosystem entry whose factory lives here (the real ones import their library)."""
+
+    @property
+    def factory(self):
+        return lambda: (_Tiny(), (torch.rand(3),))
+
+
+def test_the_ecosystem_table_comes_beside_the_zoo_with_the_rung(monkeypatch, capsys):
+    import lowerkit.zoo.coverage as coverage
+    import lowerkit.zoo.ecosystem as ecosystem
+
+    entry = _EcosystemEntry("lk_eco_tiny", "test:lk_eco_tiny", "ecosystem",
+                            frozenset({"transformers", "fast"}), note="built small")
+    monkeypatch.setattr(ecosystem, "ecosystem_models", lambda fast_only=False, names=None: [entry])
+    assert cli_main(["zoo", "--ecosystem", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "lk_eco_tiny" in listed and "resnet18" in listed
+    # no compile: the table shows what check_model found, the rung included
+    rungs = {"mlp": "fast", "lk_eco_tiny": "no ukernels"}
+    monkeypatch.setattr(coverage, "check_model", lambda m, target: coverage.CoverageResult(
+        m.name, True, "check", 0.0, "", 1.5, {}, 0.0, rungs[m.name]))
+    monkeypatch.setattr(zoo, "models", lambda include_slow=False, names=None: [zoo.ZOO["mlp"]])
+    assert cli_main(["zoo", "--ecosystem"]) == 0
+    out = capsys.readouterr().out
+    first, _, second = out.partition("ecosystem zoo coverage → cpu")
+    first_rows = [line for line in first.splitlines() if line.startswith("│")]
+    assert "zoo coverage → cpu" in first and any("mlp" in line for line in first_rows)
+    assert not any("lk_eco_tiny" in line for line in first_rows)
+    row = next(line for line in second.splitlines()
+               if line.startswith("│") and "lk_eco_tiny" in line)
+    assert "transformers" in row and "check ✓" in row and "no ukernels" in row, row
+    assert "2/2 models match eager on cpu" in out

@@ -20,6 +20,7 @@ import torch.utils._pytree as pytree
 
 from ..errors import IngressError
 from . import containers, decompositions
+from .constant_lists import read_list_constants
 from .locations import name_node_locations
 from .signature import CallSignature, Constant, Leaf, TensorSpec
 from .tensor_literals import TensorLiteralHooks
@@ -259,6 +260,7 @@ def import_program(
     exported, state = _with_explicit_state(_decompose(as_exported), wrapper, tensors, dyn)
     _keep_non_persistent_buffers(exported)
     _refuse_explicit_generators(exported)
+    read_list_constants(exported)
     signature = _call_signature(exported, in_spec, in_leaves, captured, dyn, state)
     try:
         # issue 7: weights go in as raw bytes (tensor_literals), not through tolist() (~8 s on ResNet-18).

@@ -2,6 +2,8 @@
 
 Each factory returns ``(model, args)`` and runs through ``lowerkit run MODULE.py:FACTORY``.
 `ZOO` names them all, with tags: ``slow`` ones are left out of the default checks and bench.
+`lowerkit.zoo.ecosystem.ECOSYSTEM` names models built from ``transformers``, ``torchvision``
+and ``timm`` beside them (`lowerkit.zoo.ecosystem.find` looks in both).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class ZooModel:
     group: str                   # vision, language, sequence, ops
     tags: frozenset[str] = frozenset()
     tol: Tolerance | None = None
+    note: str = ""               # how it was built, where that matters (use_cache=False)
+    known: str = ""              # a known failure: the stage that stops it and why
 
     @property
     def factory(self) -> Callable:
@@ -108,3 +112,4 @@ def get(name: str) -> ZooModel:
         return ZOO[name]
     except KeyError:
         raise LowerkitError(f"no zoo model {name!r}; known: {', '.join(ZOO)}") from None
+

@@ -38,6 +38,7 @@ class CoverageResult:
     compile_seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
     max_rel_error: float | None = None   # worst |actual - eager| / scale over the outputs
+    rung: str | None = None       # the compile ladder's rung that built it (None: no compile)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -67,11 +68,67 @@ def check_model(entry: ZooModel, target: str = "cpu", **compile_options) -> Cove
     try:
         actual = art(*args, **kwargs)
     except Exception as e:  # noqa: BLE001
-        return CoverageResult(entry.name, False, "run", None, _summary(e), seconds, stages)
+        return CoverageResult(entry.name, False, "run", None, _summary(e), seconds, stages,
+                              rung=art.compile_rung)
     result = compare(actual, expected, tol=entry.tol)
     return CoverageResult(entry.name, result.ok, "check", result.max_abs_error,
                           "" if result.ok else result.message, seconds, stages,
-                          result.max_rel_error)
+                          result.max_rel_error, art.compile_rung)
+
+
+@dataclass
+class CompileResult:
+    """A compile without a run, for a CPU that need not be the host's (``cpu:znver4``)."""
+
+    target: str
+    ok: bool
+    stage: str                    # the failing stage, or "iree-compile" when it compiled
+    rung: str | None = None
+    message: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def compile_for(entry: ZooModel, targets: list[str], **compile_options) -> list[CompileResult]:
+    """Compile ``entry`` for each target (any CPU LLVM knows, e.g. ``cpu:sapphirerapids``)
+    without running it: what another host would compile. The program is imported once; each
+    target lowers a copy of it."""
+    import dataclasses
+
+    from ..api import compile_imported
+    from ..ingress.importer import import_program
+
+    model, args, kwargs = entry.make()
+    start = time.perf_counter()
+    try:
+        imported = import_program(model, args, kwargs, None)
+    except Exception as e:  # noqa: BLE001 - every failure is a result
+        seconds = time.perf_counter() - start
+        return [CompileResult(t, False, _failing_stage(e), None, _summary(e), seconds)
+                for t in targets]
+    imported_seconds = time.perf_counter() - start
+
+    def copy():
+        from torch_mlir import ir
+
+        with imported.module.context:
+            module = ir.Module.parse(imported.module.operation.get_asm(binary=True))
+        return dataclasses.replace(imported, module=module)
+
+    results = []
+    for t in targets:
+        start = time.perf_counter()
+        try:
+            art = compile_imported(copy, target=t, **compile_options)
+        except Exception as e:  # noqa: BLE001
+            results.append(CompileResult(t, False, _failing_stage(e), None, _summary(e),
+                                         imported_seconds + time.perf_counter() - start))
+            continue
+        results.append(CompileResult(t, True, "iree-compile", art.compile_rung, "",
+                                     imported_seconds + time.perf_counter() - start))
+    return results
 
 
 def _summary(e: Exception) -> str:
@@ -81,19 +138,20 @@ def _summary(e: Exception) -> str:
     return " ".join(text.split())[:400]
 
 
-
 @dataclass(frozen=True)
 class ZooJob(Job):
     """`check_model` as a job of `lowerkit.tools.executor`: one item a zoo model (its name)."""
 
     target: str = "cpu"
+    # the entries by name, when the caller has them (else a name of either zoo is looked up)
+    models: dict = field(default_factory=dict, compare=False, hash=False)
 
     name = "zoo"
 
     def run(self, item: Item) -> Outcome:
-        from . import get
+        from .ecosystem import find
 
-        r = check_model(get(item.key), self.target)
+        r = check_model(self.models.get(item.key) or find(item.key), self.target)
         return Outcome(item.key, "ok" if r.ok else "fail", "passed" if r.ok else "failed",
                        r.stage, r.message, data=r.to_json())
 

@@ -1,0 +1,67 @@
+"""The ecosystem zoo (`lowerkit.zoo.ecosystem`): models built from ``transformers``,
+``torchvision`` and ``timm`` through the whole CPU path, checked against eager. The ``fast``
+ones run by default; the rest are opt-in (slow). A model whose library is not installed SKIPs
+saying which; a known failure is an xfail naming the stage and the reason."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from lowerkit.zoo.coverage import check_model
+from lowerkit.zoo.ecosystem import ECOSYSTEM, LIBRARIES, ecosystem_models
+
+
+def _library(m) -> str:
+    return next(t for t in m.tags if t in LIBRARIES)
+
+
+def _param(m):
+    marks = []
+    if "fast" not in m.tags:
+        marks.append(pytest.mark.slow)
+    needs = {_library(m)} | ({"torchvision"} if _library(m) in ("torchvision", "timm") else set())
+    missing = [lib for lib in sorted(needs) if importlib.util.find_spec(lib) is None]
+    if missing:
+        marks.append(pytest.mark.skip(reason=f"needs {', '.join(missing)}: "
+                                             "pip install -e '.[ecosystem]'"))
+    if m.known:
+        marks.append(pytest.mark.xfail(reason=m.known, strict=True))
+    return pytest.param(m, id=m.name, marks=marks)
+
+
+@pytest.mark.parametrize("entry", [_param(m) for m in ecosystem_models()])
+def test_ecosystem_model_matches_eager(entry):
+    result = check_model(entry)
+    assert result.ok, f"{entry.name} stopped at {result.stage}: {result.message}"
+    assert result.rung is not None
+
+
+def test_ecosystem_zoo_covers_the_issue_s_families():
+    names = set(ECOSYSTEM)
+    assert len(names) >= 30
+    for family in ("gpt2", "llama", "mistral", "qwen2", "phi3", "gemma2", "opt", "gpt_neox",
+                   "falcon", "bert", "roberta", "distilbert", "t5", "bart", "vit", "tv_swin",
+                   "tv_convnext", "tv_efficientnet_b0", "tv_mobilenet_v3_small",
+                   "tv_regnet_y_400mf", "wav2vec2", "whisper_encoder", "timm_levit",
+                   "timm_coatnet", "timm_efficientnet_b0"):
+        assert family in names, family
+    for m in ECOSYSTEM.values():
+        assert m.group == "ecosystem" and sum(t in LIBRARIES for t in m.tags) == 1, m.name
+        # a known failure says where it stops and why
+        assert not m.known or len(m.known) > 30, m.name
+    fast = [m.name for m in ecosystem_models(fast_only=True)]
+    assert fast and all(_library(ECOSYSTEM[n]) == "transformers" for n in fast)
+
+
+@pytest.mark.slow  # 13 s; the default gpt2 case already fails without the patch (transformers
+# imports torchvision wherever it is installed)
+@pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="needs timm, torchvision")
+def test_torchvision_and_timm_import_beside_the_cpu_torch():
+    # conftest.py applied lowerkit.zoo.ecosystem.patch_torchvision; PyPI's torchvision is a
+    # CUDA build whose C++ library does not load here, and its import needs the two schemas
+    import timm
+    import torchvision
+
+    assert isinstance(torchvision.models.SwinTransformer, type) and timm.list_models("levit_128s")
