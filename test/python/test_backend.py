@@ -418,7 +418,7 @@ def scalars_from_data(x, y):
     s = x.sum().item()
     n = int(x.abs().max() * 10)
     k = (x > 0).sum().item()
-    return y * s + 1, n + 3, s > 0, x.mean().item(), y * float(k), s >= k
+    return y * s + 1, n + 3, s > 0, x.mean().item(), y * float(k), s >= k, True, 2.5
 
 
 def test_scalars_computed_from_data_stay_in_lowerkits_graph():

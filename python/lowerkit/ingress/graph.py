@@ -68,7 +68,7 @@ def _from_data(value: Any, symbols: dict[str, tuple[str, int, int]]) -> bool:
 
 def _size_leaf(value: Any, what: str, symbols: dict[str, tuple[str, int, int]]) -> Leaf:
     """An int output: a constant, or a `SizeSpec` when it is a size of the inputs."""
-    if type(value) is int:
+    if isinstance(value, (bool, int, float)):  # a plain Python scalar, bool included
         return Constant(value)
     from torch.utils._sympy.printers import PythonPrinter
 
