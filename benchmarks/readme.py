@@ -440,6 +440,13 @@ BLOCKS: dict[str, Block] = {
          " --jobs 2 --check-export --json benchmarks/results/e2e-backend.json"
          " --expectations test/e2e/expectations_backend.py",),
         render_e2e),
+    "e2e-backend-capture": Block(
+        ("e2e-backend-capture.json",),
+        (".venv/bin/python benchmarks/e2e_suite.py --torch-mlir TORCH_MLIR_CHECKOUT --via backend"
+         " --capture-scalars --jobs 2 --check-export"
+         " --json benchmarks/results/e2e-backend-capture.json"
+         " --expectations test/e2e/expectations_backend_capture.py",),
+        render_e2e),
     "graph-view": Block(
         ("graph-view.json",),
         (".venv/bin/python benchmarks/graph_view.py resnet50 --repeats 3"
