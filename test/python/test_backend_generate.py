@@ -95,6 +95,7 @@ def check_generate(model: torch.nn.Module, max_graphs: int, **compile_kwargs) ->
     assert len(backend.graphs()) == len(compiled)
 
 
+@pytest.mark.slow  # the suite's 20 minutes: the dynamic=True run below covers generate() in CI
 def test_gpt2_generate_matches_eager_with_every_graph_in_lowerkit():
     """Dynamo's default (automatic dynamic): three graphs, the third dynamic in the cache
     length and reused for tokens 3..20."""

@@ -33,7 +33,10 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 # 150, not the 200 of the narrower space: its programs (convs, norms, attention at up to 64
 # channels) take 1.31x the CPU time to compile; 200 of them took 177 s of CPU against 135 s
 # for the old space's 200 (2026-11-25, `time pytest -k test_fuzz_ci_cpu`, 2-core machine)
-CI_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_CI_EXAMPLES", "150"))
+# 60 of the widened space (issue 21 item 4): the suite's 20 minutes on 2 cores (150 took 515 s
+# of one worker in the fresh-clone run at 0515495, the suite 22 min 47 s); the campaign the
+# README cites (benchmarks/fuzz_campaign.py) is what measures the space, this is its smoke test.
+CI_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_CI_EXAMPLES", "60"))
 CI_VULKAN_EXAMPLES = max(1, CI_EXAMPLES // 5)
 LONG_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_EXAMPLES", "2000"))
 
@@ -41,8 +44,12 @@ LONG_EXAMPLES = int(os.environ.get("LOWERKIT_FUZZ_EXAMPLES", "2000"))
 # fix is not in the default pipeline yet: the sweep counts them apart instead of failing.
 KNOWN_DEFECTS: dict = {
     # name -> predicate on an Outcome, for defects with an xfail regression and no fix yet.
-    # (Empty: "f64-on-portable-vulkan", float64 constants on the portable vulkan target, is
-    # fixed by Target.float64; test_fuzz_regressions.py::test_f64_constants_on_the_portable_*)
+    # ("f64-on-portable-vulkan", float64 constants on the portable vulkan target, is fixed by
+    # Target.float64; test_fuzz_regressions.py::test_f64_constants_on_the_portable_*)
+    # test_fuzz_regressions.py::test_strided_slice_into_an_upsampling_adaptive_max_pool: IREE
+    # cannot translate that fused dispatch to LLVM on any rung
+    "llvm-translation-of-index-cast": lambda o: (
+        o.kind == "error" and "failed to translate the MLIR LLVM dialect" in o.message),
 }
 
 
@@ -365,7 +372,11 @@ def test_a_pure_f32_output_keeps_f32s_tolerance_beside_f16(monkeypatch):
 # 42 of 75 programs: 15 errors are float64 constants the target lacks (a known defect above,
 # strict xfail in test_fuzz_regressions.py), 18 refusals int64 index math, both item 1 of issue
 # 21; test_fuzz_ci_vulkan[vulkan] stays under its floor until that work lands.
-CI_FLOORS = {"cpu": 0.97, "vulkan:llvmpipe": 0.95, "vulkan": 0.90}
+# The portable "vulkan" floor went from 0.90 to 0.70 with the wider space: its programs take
+# int64 index inputs (gathers, embeddings), whose arithmetic the target refuses by design (an
+# UnsupportedError, not a failure: any wrong/crash/error still fails the sweep). The campaign
+# (seed 2111) refused 18 of 75 there (24 %); the CI sample of 12 refused 2 (83 % passed).
+CI_FLOORS = {"cpu": 0.97, "vulkan:llvmpipe": 0.95, "vulkan": 0.70}
 
 
 def _ci_sweep(target: str, examples: int, capsys) -> None:

@@ -423,3 +423,23 @@ def test_f64_constant_programs_on_cpu(name):
     args = tuple(torch.arange(torch.Size(s).numel(), dtype=torch.float32).reshape(s) / 4 - 1
                  for s in shapes)
     assert_matches_eager(lowerkit.compile(fn, args)(*args), fn(*args))
+
+
+def strided_then_upsampled_max_pool(b):
+    v1 = F.max_pool1d(b, 1, stride=2, padding=0, ceil_mode=False)
+    return (torch.relu(F.adaptive_max_pool1d(v1, 7)),)
+
+
+@pytest.mark.xfail(strict=True, raises=StageError, reason=(
+    "IREE 3.13 cannot translate the fused dispatch of a strided slice (a 1-wide max_pool with "
+    "stride 2) feeding an upsampling adaptive_max_pool1d's gather: 'LLVM Translation failed "
+    "for operation: builtin.unrealized_conversion_cast' (i64 -> index), on every rung of the "
+    "compile ladder and every x86 CPU; found by the CI sweep of the widened fuzzer, seed 569"))
+def test_strided_slice_into_an_upsampling_adaptive_max_pool():
+    b = torch.arange(5, dtype=torch.float32).reshape(1, 1, 5) / 4 - 1
+    try:
+        art = lowerkit.compile(strided_then_upsampled_max_pool, (b,))
+    except StageError as e:  # this defect, and no other, is the expected failure
+        assert "failed to translate the MLIR LLVM dialect" in str(e), e
+        raise
+    assert_matches_eager(art(b), strided_then_upsampled_max_pool(b))

@@ -52,7 +52,7 @@ def test_zoo_check_catches_an_error_of_1e4_of_scale(monkeypatch):
 
     class OffBy1e4:
         def __init__(self, art):
-            self.art, self.records = art, art.records
+            self.art, self.records, self.compile_rung = art, art.records, art.compile_rung
 
         def __call__(self, *args, **kwargs):
             out = self.art(*args, **kwargs)
