@@ -945,15 +945,9 @@ def failure_groups(results: list[dict]) -> list[dict]:
 
 
 def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
+    from lowerkit.runtime.cpu_features import host_model
 
-    return platform.processor() or platform.machine()
+    return host_model()
 
 
 def _git(cwd: Path, *argv: str) -> str | None:
