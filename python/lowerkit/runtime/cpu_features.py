@@ -36,26 +36,29 @@ CPUINFO = {
 
 
 @functools.lru_cache(maxsize=1)
-def host_flags() -> frozenset[str] | None:
-    """The host CPU's flags from /proc/cpuinfo; None where they cannot be read (not Linux)."""
+def cpuinfo() -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo; empty where it cannot be read."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return None
+        return {}
+    fields: dict[str, str] = {}
     for line in text.splitlines():
-        if line.startswith("flags"):
-            return frozenset(line.split(":", 1)[1].split())
-    return None
+        if not line.strip():  # the first processor's block ends here
+            break
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def host_flags() -> frozenset[str] | None:
+    """The host CPU's flags from /proc/cpuinfo; None where they cannot be read (not Linux)."""
+    flags = cpuinfo().get("flags")
+    return None if flags is None else frozenset(flags.split())
 
 
 def host_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+    return cpuinfo().get("model name") or platform.processor() or "unknown CPU"
 
 
 def enabled(features: str) -> list[str]:

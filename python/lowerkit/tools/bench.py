@@ -64,18 +64,10 @@ def _program() -> str:
 def cpu_description() -> dict:
     """/proc/cpuinfo's model name and its AVX-512/AMX flags: what IREE's ``host`` CPU tunes
     for, so two stored results can be told apart by the machine that took them."""
-    model, flags = None, set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key == "model name" and model is None:
-                    model = value.strip()
-                elif key == "flags" and not flags:
-                    flags = {x for x in value.split() if x.startswith(("avx512", "amx"))}
-    except OSError:
-        pass
+    from ..runtime.cpu_features import cpuinfo, host_flags
+
+    model = cpuinfo().get("model name")
+    flags = {x for x in host_flags() or () if x.startswith(("avx512", "amx"))}
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {"model": model, "flags": sorted(flags), "cores": os.cpu_count(),
             "cores_usable": affinity}
