@@ -15,7 +15,7 @@ from .cache import CompileCache, resolve_cache
 from .errors import LowerkitError, UnsupportedError
 from .ingress.importer import ImportedProgram, import_program
 from .ir import Build, op_histogram
-from .iree import bridge, compiler
+from .iree import bridge, compiler, parameters
 from .passes import seed_input
 from .runtime.artifact import Artifact
 from .runtime.verify import verified
@@ -54,6 +54,7 @@ def compile(
     device: str | None = None,
     verify: "bool | dict" = False,
     iree_phases: bool = False,
+    weights: str = "external",
 ) -> Artifact:
     """Import ``fn(*args, **kwargs)``, lower it through ``pipeline`` and compile it for ``target``.
 
@@ -68,16 +69,21 @@ def compile(
     ``iree_phases``: record the time and ops of each of IREE's phases for `Artifact.stage_table`
     (iree-compile prints every phase for it, which costs compile time: the README's
     compile-time table, column `phases`; a dump always records them).
+    ``weights``: ``"external"`` (the default) passes the model's parameters and buffers to the
+    compiled program as IREE parameters, read at load from the model's own tensors: the IR
+    and the vmfb hold code only, in-place changes to the weights are seen, and another
+    checkpoint reuses the code (`Artifact.bind_weights`). ``"inline"`` compiles them in as
+    constants.
     """
     if verify:
         art = compile(fn, args, kwargs, target=target, pipeline=pipeline,
                       dynamic_shapes=dynamic_shapes, dump_dir=dump_dir, instruments=instruments,
                       iree_flags=iree_flags, cache=cache, device=device,
-                      iree_phases=iree_phases)
+                      iree_phases=iree_phases, weights=weights)
         return verified(art, fn, verify)
     title = getattr(type(fn), "__name__", None) if isinstance(fn, torch.nn.Module) else None
     return compile_imported(
-        lambda: import_program(fn, args, kwargs, dynamic_shapes), target=target,
+        lambda: import_program(fn, args, kwargs, dynamic_shapes, weights), target=target,
         pipeline=pipeline, title=title or getattr(fn, "__name__", "program"), dump_dir=dump_dir,
         instruments=instruments, iree_flags=iree_flags, cache=cache, device=device,
         iree_phases=iree_phases)
@@ -137,8 +143,11 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
     else:
         art = _lower(imported, records, target, pipe, dump, instruments, iree_flags, device,
                      iree_phases)
-    # Mutated buffers start from this model's values, also when the code came from the cache.
+    # Mutated buffers start from this model's values, also when the code came from the cache;
+    # its weights are this model's too (the code never holds them).
     art.state = [t.clone() for t in imported.state.values()]
+    if art.parameters:
+        art.bind_weights(imported.weights)
     return art
 
 
@@ -175,6 +184,11 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     start = time.perf_counter()
     bytecode = bridge.to_iree_bytecode(module)
     serialise = time.perf_counter() - start
+    start = time.perf_counter()
+    bytecode, slots = parameters.externalize(bytecode)
+    if slots:
+        records.append(StageRecord(parameters.STAGE, Build.IREE, time.perf_counter() - start,
+                                   Counter({"util.global": len(slots)})))
     result = compiler.compile_to_vmfb(
         bytecode, target, list(iree_flags),
         **(dump.iree_options() if dump is not None else {"phases": iree_phases}))
@@ -185,6 +199,7 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     if seed_input.takes_seed(module):  # random ops: a seed from torch's generator each call
         signature = dataclasses.replace(signature, seeded=True)
     art = Artifact(result.vmfb, target, signature, records, device)
+    art.parameters = slots
     art.compile_stats = compiler.statistics(result)
     if "llvm-cpu" in target.backend.split("+"):  # what the CPU code may use, checked at load
         resolved = resolve_host_cpu(llvmcpu_flags([*target.flags, *iree_flags]))

@@ -15,6 +15,10 @@ from types import ModuleType
 from pathlib import Path
 from typing import Any
 
+# The argument attribute that marks a weight passed by reference (`lowerkit.ingress.weights`),
+# which becomes an IREE parameter (`lowerkit.iree.parameters`); named here, where both sides
+# of the crossing may read it.
+WEIGHT_ATTRIBUTE = "lowerkit.parameter"
 
 
 class Build(enum.Enum):

@@ -24,6 +24,12 @@ from .constant_lists import read_list_constants
 from .locations import name_node_locations
 from .signature import CallSignature, Constant, Leaf, TensorSpec
 from .tensor_literals import TensorLiteralHooks
+from .weights import import_with_weight_arguments
+
+# How a model's parameters and buffers enter the program: "external" (function arguments that
+# become IREE parameters: the IR and the vmfb hold code only) or "inline" (constants, folded
+# into the compiled code).
+WEIGHT_MODES = ("external", "inline")
 
 
 @dataclass
@@ -38,6 +44,9 @@ class ImportedProgram:
     state: dict[str, torch.Tensor] = field(default_factory=dict)
     # The program as torch.export gave it, before decompositions: the user's own ops.
     as_exported: torch.export.ExportedProgram | None = None
+    # Parameters and buffers passed by reference (`lowerkit.ingress.weights`), by name: the
+    # model's own tensors, which the compiled program reads at load as IREE parameters.
+    weights: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def fx_code(self) -> str:
         """The FX graph (before decompositions) as readable Python, for dumps."""
@@ -238,8 +247,12 @@ def import_program(
     args: tuple = (),
     kwargs: dict | None = None,
     dynamic_shapes: Any = None,
+    weights: str = "external",
 ) -> ImportedProgram:
-    """Export ``fn(*args, **kwargs)`` and import it into torch-mlir's torch dialect."""
+    """Export ``fn(*args, **kwargs)`` and import it into torch-mlir's torch dialect.
+    ``weights``: one of `WEIGHT_MODES`."""
+    if weights not in WEIGHT_MODES:
+        raise ValueError(f"weights must be one of {', '.join(WEIGHT_MODES)}, got {weights!r}")
     from torch_mlir import fx, ir
     from torch_mlir.dialects import torch as torch_dialect
     from torch_mlir.extras.fx_importer import FxImporter
@@ -268,12 +281,17 @@ def import_program(
         torch_dialect.register_dialect(context)
         # each op's location names its module path and FX node around its file:line
         importer = name_node_locations(FxImporter(context=context, hooks=TensorLiteralHooks()))
-        module = fx.export_and_import(exported, output_type="raw", func_name="main",
-                                      decomposition_table={}, fx_importer=importer)
+        if weights == "external":
+            by_reference = import_with_weight_arguments(importer, exported)
+            module = importer.module
+        else:
+            by_reference = {}
+            module = fx.export_and_import(exported, output_type="raw", func_name="main",
+                                          decomposition_table={}, fx_importer=importer)
     except Exception as e:
         raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e
     return ImportedProgram(module, signature, exported, time.perf_counter() - start, state,
-                           as_exported)
+                           as_exported, by_reference)
 
 
 def _input_leaves(leaves: list) -> list[Leaf]:

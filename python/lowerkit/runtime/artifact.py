@@ -24,8 +24,10 @@ from ..ingress.signature import CallSignature
 from ..ir import Build
 from ..stages.stage import StageRecord
 from ..target import Target
+from ..iree.parameters import ParameterSlot
 from . import cpu_features
 from .executable import DeviceTensor, Executable, invoke_resident, wide_dtypes
+from .weights import WeightBinding, archive_path, slots_json, state_of
 
 FORMAT_VERSION = 1
 
@@ -46,6 +48,10 @@ class Artifact:
     cache_hit: bool = False
     # the LLVM CPU its CPU code was compiled for: {"cpu": name, "cpu_features": "+avx2,..."}
     cpu: dict | None = None
+    # the weights the program reads at load as IREE parameters (`lowerkit.iree.parameters`);
+    # empty when they are compiled in
+    parameters: list[ParameterSlot] = []
+    _weights: WeightBinding | None = None
 
     def __init__(
         self,
@@ -70,11 +76,36 @@ class Artifact:
 
     @property
     def executable(self) -> Executable:
+        weights = self._weights
+        if weights is not None and weights.stale():  # changed in place: hoisted values too
+            self._executable = None
         if self._executable is None:
             self.check_cpu()
+            if self.parameters and weights is None:
+                raise LowerkitError(
+                    f"this artifact reads its {len(self.parameters)} weights at load and none "
+                    "are bound: art.bind_weights(model) (or a state dict, or an .irpa file; "
+                    "Artifact.load finds the .irpa that Artifact.save wrote beside it)")
             self._executable = Executable(self.vmfb, self.driver,
-                                          widen=wide_dtypes(self.target.storage_bits))
+                                          widen=wide_dtypes(self.target.storage_bits),
+                                          weights=weights)
         return self._executable
+
+    def bind_weights(self, source: Any) -> "Artifact":
+        """Read the weights from ``source`` at the next call: an ``nn.Module`` (its parameters
+        and buffers, by reference), a state dict, or an ``.irpa`` archive's path. The compiled
+        code is reused as is: another checkpoint of the same architecture needs no compile."""
+        if not self.parameters:
+            raise LowerkitError("this artifact has its weights compiled in (weights='inline'); "
+                                "compile it with weights='external' to bind others")
+        if isinstance(source, (str, os.PathLike)):
+            binding = WeightBinding(self.parameters, archive=source, float64=self.target.float64)
+        else:
+            binding = WeightBinding(self.parameters, tensors=state_of(source),
+                                    float64=self.target.float64)
+        self._weights = binding
+        self._executable = None
+        return self
 
     @functools.cached_property
     def _result_dtypes(self) -> list[torch.dtype]:
@@ -109,6 +140,8 @@ class Artifact:
         moved = Artifact(self.vmfb, self.target, self.signature, self.records, device)
         moved.compile_stats = self.compile_stats
         moved.cpu = self.cpu
+        moved.parameters = self.parameters
+        moved._weights = self._weights
         moved.state = [t.clone() for t in self.state]
         return moved
 
@@ -214,7 +247,9 @@ class Artifact:
                 f"vmfb={len(self.vmfb)} bytes)")
 
     # -- files -----------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike) -> Path:
+    def save(self, path: str | os.PathLike, weights: bool = True) -> Path:
+        """One file with the code, signature and records; the weights it reads as parameters go
+        into an ``.irpa`` archive beside it (`archive_path`), unless ``weights=False``."""
         path = Path(path)
         meta = {
             "format": FORMAT_VERSION,
@@ -226,6 +261,7 @@ class Artifact:
             ],
             "compile_stats": self.compile_stats,
             "cpu": self.cpu,
+            "parameters": slots_json(self.parameters),
         }
         tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as z:
@@ -236,11 +272,19 @@ class Artifact:
                 torch.save(self.state, buf)
                 z.writestr("state.pt", buf.getvalue())
         os.replace(tmp, path)
+        if weights and self.parameters and self._weights is not None:
+            archive = archive_path(path)
+            staged = archive.with_name(archive.name + f".{os.getpid()}.tmp")
+            self._weights.save_archive(staged)
+            os.replace(staged, archive)
         return path
 
     @staticmethod
-    def load(path: str | os.PathLike, device: str | None = None) -> "Artifact":
-        """Read a saved artifact; ``device`` picks one of its target's devices."""
+    def load(path: "str | os.PathLike | io.BytesIO", device: str | None = None,
+             weights: Any = None) -> "Artifact":
+        """Read a saved artifact; ``device`` picks one of its target's devices. A program that
+        reads its weights as parameters binds ``weights`` (see `bind_weights`), else the
+        ``.irpa`` archive beside ``path``, mapped rather than read."""
         with zipfile.ZipFile(path) as z:
             meta = json.loads(z.read("artifact.json"))
             vmfb = z.read("module.vmfb")
@@ -256,6 +300,12 @@ class Artifact:
                        CallSignature.from_json(meta["signature"]), records, device)
         art.compile_stats = meta.get("compile_stats")
         art.cpu = meta.get("cpu")  # checked against this host when the module loads
+        art.parameters = [ParameterSlot.from_json(d) for d in meta.get("parameters", [])]
+        if art.parameters:
+            if weights is not None:
+                art.bind_weights(weights)
+            elif isinstance(path, (str, os.PathLike)) and archive_path(path).exists():
+                art.bind_weights(archive_path(path))
         if state is not None:
             art.state = state
         return art

@@ -67,8 +67,10 @@ class Executable:
     """One vmfb loaded on one IREE driver; ``invoke`` maps tensor lists to tensor lists."""
 
     def __init__(self, vmfb: bytes, driver: str, function: str = "main",
-                 widen: dict[torch.dtype, torch.dtype] | None = None):
+                 widen: dict[torch.dtype, torch.dtype] | None = None, weights: Any = None):
         self._vmfb = vmfb
+        # the program's IREE parameters (`lowerkit.runtime.weights.WeightBinding`), or None
+        self.weights = weights
         self.driver = driver
         self.function = function
         # host dtype -> the dtype it crosses the call as (`wide_dtypes`); outputs come back wide
@@ -90,9 +92,16 @@ class Executable:
         instance = rt.VmInstance()
         hal = rt.create_hal_module(instance, device)
         module = rt.VmModule.copy_buffer(instance, self._vmfb)
+        modules = [hal, module]
+        if self.weights is not None:
+            modules.insert(1, self.weights.module(rt, instance))
         try:
-            context = rt.VmContext(instance, modules=[hal, module])
+            context = rt.VmContext(instance, modules=modules)
         except Exception as e:
+            if self.weights is not None and "parameter" in str(e).lower():
+                raise LowerkitError(
+                    f"the compiled program could not load its weights (IREE parameters) on "
+                    f"'{self.driver}': {e}") from e
             if "INCOMPATIBLE" in str(e) or "not found or unavailable" in str(e):
                 raise TargetError(
                     f"the compiled module has no executables for IREE driver '{self.driver}' "
@@ -282,7 +291,7 @@ class _HostPath:
             self._chosen = ()  # resolved to the main executable at the first call
         elif forced == "local-sync":
             self._twin = Executable(executable._vmfb, "local-sync", executable.function,
-                                    executable.widen)
+                                    executable.widen, executable.weights)
             self._chosen = ("twin",)
 
     @property
@@ -299,7 +308,7 @@ class _HostPath:
             return chosen
         if self._twin is None:
             self._twin = Executable(self._main._vmfb, "local-sync", self._main.function,
-                                    self._main.widen)
+                                    self._main.widen, self._main.weights)
         n_main = len(self._times.get(id(self._main.loaded[2]), ()))
         n_twin = len(self._times.get(id(self._twin.loaded[2]), ()))
         return self._twin.loaded if n_twin < n_main else self._main.loaded

@@ -1,0 +1,104 @@
+"""Weight arguments to IREE parameters, on IREE's side of the crossing.
+
+``@main``'s arguments marked ``{lowerkit.parameter = "name"}`` (`lowerkit.ingress.weights`)
+become ``util.global private @... = #stream.parameter.named<"model"::"name">`` loaded at the
+top of the function. IREE treats an immutable global as a constant: what the program computes
+from weights alone (a transposed or packed weight, a folded BatchNorm scale) is hoisted into
+an initializer that runs once when the module loads, with whatever weights are bound then.
+The vmfb holds code only, so another checkpoint of the same model reuses it.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+from ..errors import StageError
+from ..ir import WEIGHT_ATTRIBUTE as ATTRIBUTE
+
+STAGE = "externalize-weights"
+SCOPE = "model"  # the parameter scope every weight is named in
+
+
+@dataclass(frozen=True)
+class ParameterSlot:
+    """One parameter the compiled module reads: its name and the tensor type IREE stores it as
+    (after the target's fixes, which may widen an element type)."""
+
+    key: str
+    shape: tuple[int, ...]
+    element: str  # MLIR element type: f32, bf16, i64, i1, ...
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "shape": list(self.shape), "element": self.element}
+
+    @staticmethod
+    def from_json(d: dict) -> "ParameterSlot":
+        return ParameterSlot(d["key"], tuple(d["shape"]), d["element"])
+
+
+def externalize(bytecode: bytes, function: str = "main") -> tuple[bytes, list[ParameterSlot]]:
+    """Rewrite the marked arguments of ``function`` into parameter globals; the module's
+    bytecode and the slots, in argument order. A module with no marked argument comes back
+    unchanged (and is not parsed again beyond finding that out)."""
+    if ATTRIBUTE.encode() not in bytecode:
+        return bytecode, []
+    from iree.compiler import ir
+
+    context = ir.Context()
+    try:
+        module = ir.Module.parse(bytecode, context)
+    except Exception as e:
+        raise StageError(STAGE, f"IREE's MLIR could not read the module: {e}") from e
+    slots: list[ParameterSlot] = []
+    with context, ir.Location.unknown():
+        func = _function(module, function)
+        if func is None or "arg_attrs" not in func.attributes:
+            return bytecode, []
+        ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+        arg_attrs = list(ir.ArrayAttr(func.attributes["arg_attrs"]))
+        block = func.regions[0].blocks[0]
+        at_top = ir.InsertionPoint.at_block_begin(block)
+        before_func = ir.InsertionPoint(func)
+        kept_types, kept_attrs, removed = [], [], []
+        for index, (arg_type, attrs) in enumerate(zip(ftype.inputs, arg_attrs)):
+            marks = ir.DictAttr(attrs)
+            if ATTRIBUTE not in marks:
+                kept_types.append(arg_type)
+                kept_attrs.append(attrs)
+                continue
+            key = ir.StringAttr(marks[ATTRIBUTE]).value
+            tensor = ir.RankedTensorType(arg_type)
+            if any(ir.ShapedType.is_dynamic_size(d) for d in tensor.shape):
+                raise StageError(STAGE, f"weight '{key}' has a dynamic shape {arg_type}")
+            name = f"__lowerkit_weight_{len(slots)}"
+            quoted = key.replace("\\", "\\\\").replace('"', '\\"')
+            before_func.insert(ir.Operation.parse(
+                f'util.global private @{name} = '
+                f'#stream.parameter.named<"{SCOPE}"::"{quoted}"> : {arg_type}'))
+            load = ir.Operation.create("util.global.load", results=[arg_type],
+                                       attributes={"global": ir.FlatSymbolRefAttr.get(name)})
+            at_top.insert(load)
+            block.arguments[index].replace_all_uses_with(load.result)
+            removed.append(index)
+            slots.append(ParameterSlot(key, tuple(tensor.shape), str(tensor.element_type)))
+        for index in reversed(removed):
+            block.erase_argument(index)
+        func.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(kept_types, ftype.results))
+        func.attributes["arg_attrs"] = ir.ArrayAttr.get(kept_attrs)
+        if not module.operation.verify():
+            raise StageError(STAGE, "the module does not verify after its weights became globals")
+    out = io.BytesIO()
+    module.operation.write_bytecode(out)
+    return out.getvalue(), slots
+
+
+def _function(module, name: str):
+    from iree.compiler import ir
+
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            return op
+    return None
