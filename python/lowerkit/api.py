@@ -177,6 +177,10 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     records += lowering.records
     module = lowering.module
     fixes = registry.pipelines.factory("target-fixes")(target=target, after=Build.of(module))
+    slots: list = []
+    if imported.weights:  # weights passed by reference become IREE parameters
+        externalize, slots = parameters.stage()
+        fixes = Pipeline(fixes.name, [*fixes.stages, externalize], description=fixes.description)
     done = fixes.run(module, instruments=instruments)
     records += done.records
     module = done.module
@@ -184,11 +188,6 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     start = time.perf_counter()
     bytecode = bridge.to_iree_bytecode(module)
     serialise = time.perf_counter() - start
-    start = time.perf_counter()
-    bytecode, slots = parameters.externalize(bytecode)
-    if slots:
-        records.append(StageRecord(parameters.STAGE, Build.IREE, time.perf_counter() - start,
-                                   Counter({"util.global": len(slots)})))
     result = compiler.compile_to_vmfb(
         bytecode, target, list(iree_flags),
         **(dump.iree_options() if dump is not None else {"phases": iree_phases}))

@@ -27,12 +27,50 @@ def _linear(bias_value: float = 0.0):
     return m, (torch.randn(2, 8),)
 
 
-def test_programs_differing_only_in_a_constant_never_share_an_entry(tmp_path):
+def test_programs_differing_only_in_weights_share_the_code_and_keep_their_weights(tmp_path):
+    """Weights are IREE parameters read at load (the default): the code is the same, so the
+    second compile is a hit, and each artifact computes with its own model's weights."""
     cache = CompileCache(tmp_path)
     m1, args = _linear(0.0)
     m2, _ = _linear(1.0)
     a1 = lowerkit.compile(m1, args, cache=cache)
     a2 = lowerkit.compile(m2, args, cache=cache)
+    assert not a1.cache_hit and a2.cache_hit and a2.vmfb == a1.vmfb
+    assert cache.stats.stores == 1
+    with torch.no_grad():
+        assert torch.allclose(a1(*args), m1(*args), atol=1e-5)
+        assert torch.allclose(a2(*args), m2(*args), atol=1e-5)
+    assert not torch.allclose(a1(*args), a2(*args))
+
+
+class _Offset(torch.nn.Module):
+    """A constant the program itself holds (not a parameter or buffer): code, so in the key."""
+
+    def __init__(self, value: float):
+        super().__init__()
+        self.value = value
+
+    def forward(self, x):
+        return x + torch.tensor([self.value, 2.0, 3.0, 4.0])
+
+
+def test_programs_differing_only_in_a_constant_never_share_an_entry(tmp_path):
+    cache = CompileCache(tmp_path)
+    args = (torch.randn(2, 4),)
+    for m1, m2 in [(_Offset(0.0), _Offset(1.0))]:
+        a1 = lowerkit.compile(m1, args, cache=cache)
+        a2 = lowerkit.compile(m2, args, cache=cache)
+        assert not a1.cache_hit and not a2.cache_hit
+        assert torch.equal(a1(*args), m1(*args)) and torch.equal(a2(*args), m2(*args))
+    assert cache.stats.stores == 2
+
+
+def test_inline_weights_differing_only_in_a_weight_never_share_an_entry(tmp_path):
+    cache = CompileCache(tmp_path)
+    m1, args = _linear(0.0)
+    m2, _ = _linear(1.0)
+    a1 = lowerkit.compile(m1, args, cache=cache, weights="inline")
+    a2 = lowerkit.compile(m2, args, cache=cache, weights="inline")
     assert not a1.cache_hit and not a2.cache_hit
     assert cache.stats.stores == 2 and len(list(tmp_path.glob("*/*.lkc"))) == 2
     with torch.no_grad():

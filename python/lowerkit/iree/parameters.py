@@ -10,11 +10,14 @@ The vmfb holds code only, so another checkpoint of the same model reuses it.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
+from typing import Any, TYPE_CHECKING
 
 from ..errors import StageError
-from ..ir import WEIGHT_ATTRIBUTE as ATTRIBUTE
+from ..ir import WEIGHT_ATTRIBUTE as ATTRIBUTE, Build
+
+if TYPE_CHECKING:
+    from ..stages.stage import FunctionStage
 
 STAGE = "externalize-weights"
 SCOPE = "model"  # the parameter scope every weight is named in
@@ -37,24 +40,16 @@ class ParameterSlot:
         return ParameterSlot(d["key"], tuple(d["shape"]), d["element"])
 
 
-def externalize(bytecode: bytes, function: str = "main") -> tuple[bytes, list[ParameterSlot]]:
-    """Rewrite the marked arguments of ``function`` into parameter globals; the module's
-    bytecode and the slots, in argument order. A module with no marked argument comes back
-    unchanged (and is not parsed again beyond finding that out)."""
-    if ATTRIBUTE.encode() not in bytecode:
-        return bytecode, []
+def externalize(module: Any, function: str = "main") -> list[ParameterSlot]:
+    """Rewrite, in place, the marked arguments of ``function`` in an IREE-build ``module``
+    into parameter globals; the slots, in argument order (none: the module is unchanged)."""
     from iree.compiler import ir
 
-    context = ir.Context()
-    try:
-        module = ir.Module.parse(bytecode, context)
-    except Exception as e:
-        raise StageError(STAGE, f"IREE's MLIR could not read the module: {e}") from e
     slots: list[ParameterSlot] = []
-    with context, ir.Location.unknown():
+    with module.context, ir.Location.unknown():
         func = _function(module, function)
         if func is None or "arg_attrs" not in func.attributes:
-            return bytecode, []
+            return slots
         ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
         arg_attrs = list(ir.ArrayAttr(func.attributes["arg_attrs"]))
         block = func.regions[0].blocks[0]
@@ -82,6 +77,8 @@ def externalize(bytecode: bytes, function: str = "main") -> tuple[bytes, list[Pa
             block.arguments[index].replace_all_uses_with(load.result)
             removed.append(index)
             slots.append(ParameterSlot(key, tuple(tensor.shape), str(tensor.element_type)))
+        if not slots:
+            return slots
         for index in reversed(removed):
             block.erase_argument(index)
         func.attributes["function_type"] = ir.TypeAttr.get(
@@ -89,9 +86,20 @@ def externalize(bytecode: bytes, function: str = "main") -> tuple[bytes, list[Pa
         func.attributes["arg_attrs"] = ir.ArrayAttr.get(kept_attrs)
         if not module.operation.verify():
             raise StageError(STAGE, "the module does not verify after its weights became globals")
-    out = io.BytesIO()
-    module.operation.write_bytecode(out)
-    return out.getvalue(), slots
+    return slots
+
+
+def stage() -> "tuple[FunctionStage, list[ParameterSlot]]":
+    """The stage that runs `externalize` (in IREE's build, after the target's fixes), and the
+    list it fills with the module's slots."""
+    from ..stages.stage import FunctionStage
+
+    slots: list[ParameterSlot] = []
+
+    def run(module: Any) -> None:
+        slots[:] = externalize(module)
+
+    return FunctionStage(STAGE, run, Build.IREE), slots
 
 
 def _function(module, name: str):
