@@ -11,8 +11,9 @@ from typing import Any, Callable, Sequence
 import torch
 
 from . import registry
-from .cache import CompileCache, resolve_cache
+from .cache import CompileCache, recipe_key, resolve_cache
 from .errors import LowerkitError, UnsupportedError
+from .ingress.fingerprint import fingerprint
 from .ingress.importer import ImportedProgram, import_program
 from .ir import Build, op_histogram
 from .iree import bridge, compiler, parameters
@@ -82,11 +83,18 @@ def compile(
                       iree_phases=iree_phases, weights=weights)
         return verified(art, fn, verify)
     title = getattr(type(fn), "__name__", None) if isinstance(fn, torch.nn.Module) else None
+
+    def program_fingerprint(recipe: str) -> str | None:
+        if weights != "external":  # inline weights are code: only the traced IR keys them
+            return None
+        return fingerprint(fn, args, kwargs, dynamic_shapes,
+                           {"recipe": recipe, "weights": weights, "device": device})
+
     return compile_imported(
         lambda: import_program(fn, args, kwargs, dynamic_shapes, weights), target=target,
         pipeline=pipeline, title=title or getattr(fn, "__name__", "program"), dump_dir=dump_dir,
         instruments=instruments, iree_flags=iree_flags, cache=cache, device=device,
-        iree_phases=iree_phases)
+        iree_phases=iree_phases, fingerprint=program_fingerprint, weights_of=fn)
 
 
 def compile_imported(
@@ -101,11 +109,16 @@ def compile_imported(
     cache: "CompileCache | str | Path | bool | None" = None,
     device: str | None = None,
     iree_phases: bool = False,
+    fingerprint: "Callable[[str], str | None] | None" = None,
+    weights_of: Any = None,
 ) -> Artifact:
     """Everything after the front end, for any front end (``torch.export`` in `compile`, a
     graph of ``torch.compile`` in `lowerkit.backend`): ``load()`` imports the program, then the
     pipeline, the target's fixes and iree-compile run, through the compile cache, or with a
-    dump (and its index, also when a stage fails) in ``dump_dir``."""
+    dump (and its index, also when a stage fails) in ``dump_dir``.
+    ``fingerprint(recipe)``: the program's fingerprint (`lowerkit.ingress.fingerprint`), by
+    which the cache answers a program this process traced before without calling ``load``;
+    ``weights_of``: the module whose tensors such an answer binds."""
     target = Target.parse(target)
     target.driver_for(device)  # a device the target cannot run on fails before compiling
     pipe = resolve_pipeline(pipeline)
@@ -115,8 +128,21 @@ def compile_imported(
     if dump is None:
         # a cached entry may lack the phases: asking for them compiles
         store = resolve_cache(cache) if not instruments and not iree_phases else None
-        return _compile(load, target, pipe, None, instruments, iree_flags, store, device,
-                        iree_phases)
+        known = None
+        if store is not None and fingerprint is not None:
+            known = fingerprint(recipe_key(pipe, target, iree_flags))
+            if known is not None:
+                art = store.recall(known, device)
+                if art is not None:
+                    if art.parameters:
+                        art.bind_weights(weights_of)
+                    return art
+        art = _compile(load, target, pipe, None, instruments, iree_flags, store, device,
+                       iree_phases, known)
+        if store is None:
+            art.cache_note = ("off" if resolve_cache(cache) is None
+                              else "off: instruments or IREE's phases asked for")
+        return art
     instruments.append(dump)
     try:
         art = _compile(load, target, pipe, dump, instruments, iree_flags, None, device)
@@ -128,18 +154,20 @@ def compile_imported(
         dump.clean_staging()
         raise
     dump_index.write_report(dump.directory, dump.entries, title=title, target=target.name)
+    art.cache_note = "off: a dump runs every stage"
     return art
 
 
 def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, device=None,
-             iree_phases=False):
+             iree_phases=False, fingerprint=None):
     imported = load()
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
     if store is not None:
         art = store.lookup_or_compile(
             imported, pipe, target, iree_flags, device,
-            lambda: _lower(imported, records, target, pipe, dump, instruments, iree_flags, device))
+            lambda: _lower(imported, records, target, pipe, dump, instruments, iree_flags, device),
+            fingerprint)
     else:
         art = _lower(imported, records, target, pipe, dump, instruments, iree_flags, device,
                      iree_phases)

@@ -41,7 +41,7 @@ from . import target as targets  # by module: which CPU "host" is, looked up at 
 from .target import Target
 
 ENV = "LOWERKIT_CACHE_DIR"
-KEY_FORMAT = 2                   # bump when the key's recipe changes
+KEY_FORMAT = 3                   # bump when the key's recipe changes
 _MAGIC = b"lowerkit-cache-entry 1\n"
 _OFF = {"0", "off", "false", "no", "none"}
 
@@ -133,18 +133,11 @@ def _custom_op_lowerings() -> dict:
     return {name: _describe(custom_ops.get(name)) for name in custom_ops.names()}
 
 
-def cache_key(
-    ir_bytecode: bytes,
-    signature: "CallSignature",
-    pipeline: "Pipeline",
-    target: "Target",
-    flags: Sequence[str] = (),
-) -> str:
-    """The hex digest naming one compilation."""
+def recipe_key(pipeline: "Pipeline", target: "Target", flags: Sequence[str] = ()) -> str:
+    """The hex digest of how a program is compiled: pipeline, target, flags, toolchain."""
     host_flags = targets.host_dependent_cpu_flags([*target.flags, *flags])
     recipe = {
         "key_format": KEY_FORMAT,
-        "signature": signature.to_json(),
         "pipeline": pipeline_fingerprint(pipeline),
         "custom_op_lowerings": _custom_op_lowerings(),
         "target": target.to_json(),
@@ -152,11 +145,28 @@ def cache_key(
         "host_cpu": targets.resolve_host_cpu(host_flags) if host_flags else None,
         "versions": toolchain_versions(),
     }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def cache_key(
+    ir_bytecode: bytes,
+    signature: "CallSignature",
+    pipeline: "Pipeline",
+    target: "Target",
+    flags: Sequence[str] = (),
+) -> str:
+    """The hex digest naming one compilation: the recipe, the call signature and the IR."""
     h = hashlib.sha256()
-    h.update(json.dumps(recipe, sort_keys=True, default=repr).encode())
+    h.update(recipe_key(pipeline, target, flags).encode())
+    h.update(json.dumps(signature.to_json(), sort_keys=True, default=repr).encode())
     h.update(b"\0ir\0")
     h.update(ir_bytecode)
     return h.hexdigest()
+
+
+# A program's fingerprint (`lowerkit.ingress.fingerprint`) -> its cache key, learnt when it was
+# traced in this process: a later compile of the same program is answered without tracing.
+_FINGERPRINTS: dict[tuple[str, str], str] = {}
 
 
 @dataclass
@@ -223,7 +233,7 @@ class CompileCache:
         fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
         try:
-            artifact.save(tmp)
+            artifact.save(tmp, weights=False)  # code only: weights come from each model
             payload = Path(tmp).read_bytes()
             digest = hashlib.sha256(payload).hexdigest().encode()
             with open(tmp, "wb") as f:
@@ -239,16 +249,36 @@ class CompileCache:
 
     def lookup_or_compile(self, imported: Any, pipeline: "Pipeline", target: "Target",
                           flags: Sequence[str], device: str | None,
-                          compile: Callable[[], "Artifact"]) -> "Artifact":
-        """The cached artifact for this program, or ``compile()``'s, stored for next time."""
+                          compile: Callable[[], "Artifact"],
+                          fingerprint: str | None = None) -> "Artifact":
+        """The cached artifact for this program, or ``compile()``'s, stored for next time.
+        ``fingerprint``: the program's, remembered with its key for `recall`."""
         key = cache_key(to_bytecode(imported.module), imported.signature, pipeline, target, flags)
         with self.lock(key):
             hit = self.get(key, device)
             if hit is not None:
-                return hit
-            art = compile()
-            self.put(key, art)
-            return art
+                hit.cache_note = "hit: program key (traced and imported, not compiled)"
+            else:
+                hit = compile()
+                stored = self.put(key, hit)
+                hit.cache_note = ("miss: compiled and stored" if stored is not None
+                                  else "miss: compiled; not storable (a signature JSON cannot hold)")
+        if fingerprint is not None and not hit.state:
+            _FINGERPRINTS[str(self.directory), fingerprint] = key
+        return hit
+
+    def recall(self, fingerprint: str, device: str | None = None) -> "Artifact | None":
+        """The artifact of a program this process traced before, found by its fingerprint
+        alone (no trace, no import); None when unknown or no longer stored."""
+        key = _FINGERPRINTS.get((str(self.directory), fingerprint))
+        if key is None:
+            return None
+        art = self.get(key, device)
+        if art is None:
+            del _FINGERPRINTS[str(self.directory), fingerprint]
+            return None
+        art.cache_note = "hit: fingerprint (not traced, imported or compiled)"
+        return art
 
     def clear(self) -> None:
         for p in self.directory.glob("*/*.lkc"):

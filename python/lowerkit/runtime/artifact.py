@@ -46,6 +46,8 @@ class Artifact:
     compile_stats: dict | None = None
     # True when the compile cache returned this artifact instead of compiling (`lowerkit.cache`)
     cache_hit: bool = False
+    # what the compile cache did and why ("hit: fingerprint ...", "miss: ...", "off: ...")
+    cache_note: str = "off"
     # the LLVM CPU its CPU code was compiled for: {"cpu": name, "cpu_features": "+avx2,..."}
     cpu: dict | None = None
     # the weights the program reads at load as IREE parameters (`lowerkit.iree.parameters`);
@@ -93,15 +95,19 @@ class Artifact:
 
     def bind_weights(self, source: Any) -> "Artifact":
         """Read the weights from ``source`` at the next call: an ``nn.Module`` (its parameters
-        and buffers, by reference), a state dict, or an ``.irpa`` archive's path. The compiled
-        code is reused as is: another checkpoint of the same architecture needs no compile."""
+        and buffers, by reference), a state dict (names it lacks keep their tensors), or an
+        ``.irpa`` archive's path. The compiled code is reused as is: another checkpoint of the
+        same architecture needs no compile."""
         if not self.parameters:
             raise LowerkitError("this artifact has its weights compiled in (weights='inline'); "
                                 "compile it with weights='external' to bind others")
         if isinstance(source, (str, os.PathLike)):
             binding = WeightBinding(self.parameters, archive=source, float64=self.target.float64)
         else:
-            binding = WeightBinding(self.parameters, tensors=state_of(source),
+            # names the source lacks keep their tensors (a state dict leaves out the
+            # non-persistent buffers, which are the program's, not the checkpoint's)
+            bound = dict(self._weights.tensors) if self._weights is not None else {}
+            binding = WeightBinding(self.parameters, tensors={**bound, **state_of(source)},
                                     float64=self.target.float64)
         self._weights = binding
         self._executable = None

@@ -1,0 +1,132 @@
+"""Weights as IREE parameters (issue 19): the vmfb holds code only, the weights come from the
+model's own tensors (or the .irpa beside a saved artifact), in-place changes are seen, and
+another checkpoint of the same architecture reuses the compiled code."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import lowerkit
+from lowerkit.errors import InputError, LowerkitError
+from lowerkit.runtime.numerics import compare
+from lowerkit.runtime.weights import archive_path
+
+
+class Net(torch.nn.Module):
+    """Conv, BatchNorm (buffers), a tied pair of linears and a non-persistent buffer."""
+
+    def __init__(self, width: int = 64):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, width, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(width)
+        self.proj = torch.nn.Linear(width, width)
+        self.head = torch.nn.Linear(width, width, bias=False)
+        self.head.weight = self.proj.weight  # tied: one tensor, two names
+        self.register_buffer("scale", torch.linspace(0.5, 1.5, width), persistent=False)
+
+    def forward(self, x):
+        h = torch.relu(self.bn(self.conv(x))).mean((2, 3))
+        return self.head(torch.tanh(self.proj(h))) * self.scale
+
+
+def _net(seed: int) -> Net:
+    torch.manual_seed(seed)
+    net = Net().eval()
+    with torch.no_grad():  # BatchNorm statistics that matter
+        net.bn.running_mean.uniform_(-0.5, 0.5)
+        net.bn.running_var.uniform_(0.5, 2.0)
+    return net
+
+
+ARGS = (torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(1)),)
+
+
+def _check(art, model) -> None:
+    with torch.no_grad():
+        result = compare(art(*ARGS), model(*ARGS))
+    assert result.ok, result.message
+
+
+def test_the_vmfb_holds_code_and_the_weights_come_from_the_model():
+    net = _net(0)
+    art = lowerkit.compile(net, ARGS, cache=False)
+    _check(art, net)
+    keys = {s.key for s in art.parameters}
+    assert {"conv.weight", "bn.running_var", "proj.weight", "scale"} <= keys
+    weight_bytes = sum(p.numel() * 4 for p in net.parameters())
+    inline = lowerkit.compile(net, ARGS, cache=False, weights="inline")
+    _check(inline, net)
+    assert not inline.parameters
+    # the weights (~26 KiB) are in the inline vmfb and not in the external one
+    assert len(inline.vmfb) - len(art.vmfb) > 0.8 * weight_bytes, (len(inline.vmfb), len(art.vmfb))
+
+
+def test_in_place_changes_to_the_weights_are_seen():
+    net = _net(0)
+    art = lowerkit.compile(net, ARGS, cache=False)
+    _check(art, net)
+    with torch.no_grad():  # what an optimizer step or load_state_dict does
+        net.proj.weight.mul_(-2.0)
+        net.bn.running_mean.add_(1.0)
+    _check(art, net)
+
+
+def test_another_checkpoint_reuses_the_code(tmp_path):
+    first, second = _net(0), _net(1)
+    cache = lowerkit.CompileCache(tmp_path)
+    a1 = lowerkit.compile(first, ARGS, cache=cache)
+    a2 = lowerkit.compile(second, ARGS, cache=cache)
+    assert a2.cache_hit and a2.vmfb == a1.vmfb
+    _check(a1, first)
+    _check(a2, second)
+    a1.bind_weights(second.state_dict())  # by hand, from a state dict
+    _check(a1, second)
+
+
+def test_saved_artifact_reads_its_irpa_and_binds_others(tmp_path):
+    net, other = _net(0), _net(2)
+    art = lowerkit.compile(net, ARGS, cache=False)
+    path = art.save(tmp_path / "net.lkart")
+    assert archive_path(path).exists()
+    _check(lowerkit.Artifact.load(path), net)
+    _check(lowerkit.Artifact.load(path, weights=other), other)
+    archive_path(path).unlink()
+    orphan = lowerkit.Artifact.load(path)
+    with pytest.raises(LowerkitError, match="weights at load and none are bound"):
+        orphan(*ARGS)
+
+
+def test_weights_of_another_architecture_are_refused_by_name(tmp_path):
+    art = lowerkit.compile(_net(0), ARGS, cache=False)
+    wrong = dict(_net(0).state_dict())
+    wrong["conv.weight"] = torch.zeros(3, 3)
+    with pytest.raises(InputError, match=r"weight 'conv.weight' has shape \(3, 3\)"):
+        art.bind_weights(wrong)
+    path = art.save(tmp_path / "net.lkart", weights=False)  # code only: nothing bound
+    del wrong["conv.weight"]
+    with pytest.raises(InputError, match="weights missing for 2 .*conv.weight.*scale"):
+        lowerkit.Artifact.load(path).bind_weights(wrong)
+
+
+def test_a_dump_shows_the_parameter_globals(tmp_path):
+    art = lowerkit.compile(_net(0), ARGS, dump_dir=tmp_path)
+    assert art.parameters
+    stage = [p for p in tmp_path.rglob("*externalize-weights*.mlir")]
+    assert stage, sorted(p.name for p in tmp_path.rglob("*"))
+    text = stage[0].read_text()
+    assert '#stream.parameter.named<"model"::"conv.weight">' in text
+
+
+def test_vulkan_reads_its_weights_as_parameters():
+    from lowerkit.runtime.executable import usable_drivers
+
+    if "vulkan" not in usable_drivers():
+        pytest.skip("no Vulkan device (lavapipe) here")
+    net = _net(0)
+    art = lowerkit.compile(net, ARGS, target="vulkan:llvmpipe", cache=False)
+    assert art.parameters
+    _check(art, net)
+    with torch.no_grad():
+        net.conv.weight.mul_(0.5)
+    _check(art, net)
