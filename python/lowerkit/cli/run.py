@@ -48,8 +48,9 @@ def main(args: argparse.Namespace) -> int:
     if art.cache_hit:
         # A hit carries the stage records of the compile that stored it: say so, with the
         # time this call took (import and key, then loading the entry).
-        console.print(f"[yellow]compile cache hit in {wall:.2f} s: the table shows the compile "
-                      f"that stored it ({art.compile_seconds:.2f} s); --no-cache recompiles")
+        console.print(f"[yellow]compile cache hit in {wall:.2f} s ({art.cache_note}): the table "
+                      f"shows the compile that stored it ({art.compile_seconds:.2f} s); "
+                      "--no-cache recompiles")
     start = time.perf_counter()
     out = art(*case.args, **case.kwargs)
     first_call = time.perf_counter() - start

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 import json
 import threading
 import os
@@ -27,7 +28,7 @@ from ..target import Target
 from ..iree.parameters import ParameterSlot
 from . import cpu_features
 from .executable import DeviceTensor, Executable, invoke_resident, wide_dtypes
-from .weights import WeightBinding, archive_path, slots_json, state_of
+from .weights import WeightBinding, archive_path, slot_dtype, slots_json, state_of
 
 FORMAT_VERSION = 1
 
@@ -237,10 +238,17 @@ class Artifact:
                     table.add_row("", f"  └ {p['name']}", "", f"{p['seconds'] * 1e3:.1f}",
                                   str(sum(p["ops"].values())),
                                   ", ".join(f"{d} {n}" for d, n in top.most_common(4)), style="dim")
+        lines = []
         if stats:
-            table.caption = (f"{stats['dispatches']} dispatches · executable binaries "
-                             f"{stats['binary_bytes'] / 1024:.1f} KiB · vmfb {stats['vmfb_bytes'] / 1024:.1f} KiB"
-                             f" · iree-compile rung: {self.compile_rung}")
+            lines.append(f"{stats['dispatches']} dispatches · executable binaries "
+                         f"{stats['binary_bytes'] / 1024:.1f} KiB · vmfb {stats['vmfb_bytes'] / 1024:.1f} KiB"
+                         f" · iree-compile rung: {self.compile_rung}")
+        if self.parameters:
+            size = sum(math.prod(p.shape) * slot_dtype(p).itemsize for p in self.parameters)
+            lines.append(f"weights: {len(self.parameters)} IREE parameters, "
+                         f"{size / 2**20:.1f} MiB, read at load (not in the vmfb)")
+        lines.append(f"compile cache: {self.cache_note}")
+        table.caption = "\n".join(lines)
         return table
 
     @property
