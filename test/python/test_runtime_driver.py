@@ -52,3 +52,15 @@ def test_a_real_program_settles_on_a_driver_and_stays_right():
     for _ in range(2 * _HostPath.TRIALS + 2):
         assert torch.allclose(art(x), (x * 2).sum(0))
     assert art.executable._host_path.decided
+
+
+def test_a_long_first_call_keeps_local_task_without_loading_a_twin(monkeypatch):
+    """A call of 20 ms or more is compute: local-sync (one thread) cannot win it, and loading
+    its twin would load the program twice (and what IREE computes from its weights at load)."""
+    monkeypatch.delenv("LOWERKIT_CPU_DRIVER", raising=False)
+    main = SimpleNamespace(loaded=("rt", "task-device", object(), "fn"), _vmfb=b"",
+                           function="main", widen={}, weights=None)
+    path = _HostPath(main)
+    assert path.pick() is main.loaded and path._twin is None
+    path.record(main.loaded[2], 0.05)
+    assert path.decided and path.pick() is main.loaded and path._twin is None

@@ -280,6 +280,7 @@ class _HostPath:
     """
 
     TRIALS = 5  # timed calls per driver
+    LONG_CALL_S = 0.02  # a first local-task call this long decides for local-task at once
 
     def __init__(self, executable: "Executable"):
         self._main = executable
@@ -306,6 +307,8 @@ class _HostPath:
             if chosen == ("twin",):
                 return self._twin.loaded
             return chosen
+        if not self._times:  # the first call: local-task's, timed before a twin is loaded
+            return self._main.loaded
         if self._twin is None:
             self._twin = Executable(self._main._vmfb, "local-sync", self._main.function,
                                     self._main.widen, self._main.weights)
@@ -315,6 +318,13 @@ class _HostPath:
 
     def record(self, context: Any, seconds: float) -> None:
         self._times.setdefault(id(context), []).append(seconds)
+        if self._twin is None:  # local-task's first call
+            if seconds > self.LONG_CALL_S:
+                # that long, its hand-offs are noise and local-sync (one thread) cannot win:
+                # not loading the twin spares its load and its copy of what IREE computes from
+                # the weights at load
+                self._chosen = self._main.loaded
+            return
         main, twin = self._main.loaded, self._twin.loaded
         t_main, t_twin = self._times.get(id(main[2]), []), self._times.get(id(twin[2]), [])
         if min(len(t_main), len(t_twin)) >= self.TRIALS:

@@ -1,0 +1,185 @@
+"""Model to first result (issue 19): cold, warm-process, new weights and cached, per stage, with
+the vmfb's size and the compile's peak memory. Each model runs in a fresh process.
+
+    .venv/bin/python benchmarks/compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,gpt2_base \\
+        --json benchmarks/results/compile-cold.json
+
+In that process, for each model (random weights, batch 1):
+
+1. ``cold``: ``lowerkit.compile`` with a fresh compile cache (a miss: everything runs), then
+   the first call, checked against eager. Python, torch and lowerkit are already imported
+   (their import is reported apart, as ``python imports``).
+2. ``warm``: the same architecture with other weights, compiled again with the cache off:
+   what a process that has compiled before pays for a change to the model.
+3. ``new weights``: another checkpoint through the warm cache (the fingerprint answers: the
+   code is reused, the weights bound) and its first call, checked against eager.
+4. ``program key``: the same after forgetting the fingerprints: traced and imported again,
+   then found by the program key, without compiling.
+
+Peak memory is the process's and its children's (iree-compile runs as one) largest resident
+set (``getrusage``), both over the whole run. ``--json`` stores everything with the run's
+provenance for ``benchmarks/readme.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _models() -> dict:
+    """name -> () -> (model, args): the zoo's, and the two base-sized transformers."""
+    import torch
+
+    from lowerkit.zoo import ZOO
+    from lowerkit.zoo.language import GPT2, Bert
+
+    def bert_base():
+        torch.manual_seed(0)
+        ids = torch.randint(0, 30522, (1, 128))
+        return Bert(30522, 768, 12, 12, 512).eval(), (ids, torch.ones(1, 128, dtype=torch.int64))
+
+    def gpt2_base():
+        torch.manual_seed(0)
+        return GPT2(50257, 768, 12, 12, 1024).eval(), (torch.randint(0, 50257, (1, 128)),)
+
+    def zoo(name):
+        def make():
+            model, args, kwargs = ZOO[name].make()
+            assert not kwargs
+            return model, args
+        return make
+
+    out = {name: zoo(name) for name in ZOO}
+    out.update(bert_base=bert_base, gpt2_base=gpt2_base)
+    return out
+
+
+def _first_result(art, model, args) -> tuple[float, bool, str]:
+    import torch
+
+    from lowerkit.runtime.numerics import compare
+
+    start = time.perf_counter()
+    got = art(*args)
+    seconds = time.perf_counter() - start
+    with torch.no_grad():
+        result = compare(got, model(*args))
+    return seconds, result.ok, str(result)
+
+
+def _reseed(model) -> None:
+    """Other weights, same architecture: what a fine-tuned checkpoint is."""
+    import torch
+
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.01 * (p.abs().mean() + 1e-3))
+
+
+def one(name: str) -> dict:
+    """All the measurements of one model, in this (fresh) process."""
+    import_start = time.perf_counter()
+    import torch  # noqa: F401
+
+    import lowerkit
+    from lowerkit import cache as cache_module
+    imports = time.perf_counter() - import_start
+    warnings.simplefilter("ignore")
+    make = _models()[name]
+    model, args = make()
+    weights_mib = sum(t.numel() * t.element_size() for t in
+                      [*model.parameters(), *model.buffers()]) / 2**20
+    cache_dir = tempfile.mkdtemp(prefix="lowerkit-cold-")
+    out: dict = {"model": name, "python_imports_s": imports, "weights_mib": weights_mib}
+
+    def timed(label, model, use_cache):
+        start = time.perf_counter()
+        art = lowerkit.compile(model, args, cache=cache_dir if use_cache else False)
+        compile_s = time.perf_counter() - start
+        call_s, ok, message = _first_result(art, model, args)
+        out[label] = {"compile_s": compile_s, "first_call_s": call_s,
+                      "to_first_result_s": compile_s + call_s, "matches_eager": ok,
+                      "check": message, "cache": art.cache_note,
+                      "stages": {r.name: r.seconds for r in art.records}}
+        return art
+
+    art = timed("cold", model, True)
+    out["vmfb_bytes"] = len(art.vmfb)
+    out["parameters"] = len(art.parameters)
+    out["dispatches"] = (art.compile_stats or {}).get("dispatches")
+    warm_model, _ = make()
+    _reseed(warm_model)
+    timed("warm", warm_model, False)
+    new_model, _ = make()
+    _reseed(new_model)
+    timed("new_weights", new_model, True)
+    cache_module._FINGERPRINTS.clear()
+    timed("program_key", new_model, True)
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["peak_rss_children_mib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("models", help="comma-separated: zoo names, bert_base, gpt2_base")
+    p.add_argument("--json", metavar="FILE")
+    p.add_argument("--one", help=argparse.SUPPRESS)  # the per-model child process
+    a = p.parse_args()
+    if a.one:
+        print(json.dumps(one(a.one)))
+        return
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+    from rich.console import Console
+    from rich.table import Table
+
+    from lowerkit.tools.bench import run_metadata
+
+    meta = run_metadata()
+    console = Console()
+    results = []
+    for name in a.models.split(","):
+        with console.status(f"{name}: cold, warm, new weights, program key"):
+            done = subprocess.run([sys.executable, __file__, "x", "--one", name],
+                                  capture_output=True, text=True, cwd=ROOT)
+        if done.returncode != 0:
+            console.print(f"[red]{name} failed:[/red]\n{done.stderr[-3000:]}")
+            results.append({"model": name, "error": done.stderr[-3000:]})
+            continue
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    table = Table(title=f"model to first result, seconds (load average {meta['load_average'][0]:.1f} "
+                        f"at the start, {os.cpu_count()} cores)")
+    for col in ("model", "weights MiB", "vmfb KiB", "cold", "warm", "new weights", "program key",
+                "torch-import", "iree-compile", "peak RSS MiB", "iree-compile RSS MiB", "eager?"):
+        table.add_column(col, justify="right")
+    for r in results:
+        if "error" in r:
+            table.add_row(r["model"], *["-"] * 10, "[red]failed")
+            continue
+        table.add_row(
+            r["model"], f"{r['weights_mib']:.0f}", f"{r['vmfb_bytes'] / 1024:.0f}",
+            *(f"{r[k]['to_first_result_s']:.2f}" for k in ("cold", "warm", "new_weights", "program_key")),
+            f"{r['cold']['stages'].get('torch-import', 0):.2f}",
+            f"{r['cold']['stages'].get('iree-compile', 0):.2f}",
+            f"{r['peak_rss_mib']:.0f}", f"{r['peak_rss_children_mib']:.0f}",
+            "yes" if all(r[k]["matches_eager"] for k in ("cold", "warm", "new_weights", "program_key"))
+            else "[red]NO")
+    console.print(table)
+    if a.json:
+        Path(a.json).write_text(json.dumps({"meta": meta, "models": results}, indent=1))
+        console.print(f"wrote {a.json}")
+
+
+if __name__ == "__main__":
+    main()
