@@ -130,3 +130,14 @@ def test_vulkan_reads_its_weights_as_parameters():
     with torch.no_grad():
         net.conv.weight.mul_(0.5)
     _check(art, net)
+
+
+def test_cuda_compiles_its_weights_as_parameters():
+    """Compiled here without a GPU: the CUDA vmfb reads the same parameters (run on a GPU with
+    LOWERKIT_CUDA=1 test_cuda.py)."""
+    net = _net(0)
+    art = lowerkit.compile(net, ARGS, target="cuda:sm_80", cache=False)
+    inline = lowerkit.compile(net, ARGS, target="cuda:sm_80", cache=False, weights="inline")
+    assert {s.key for s in art.parameters} >= {"conv.weight", "proj.weight"}
+    weight_bytes = sum(p.numel() * 4 for p in net.parameters())
+    assert len(inline.vmfb) - len(art.vmfb) > 0.8 * weight_bytes, (len(inline.vmfb), len(art.vmfb))
