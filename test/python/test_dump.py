@@ -57,8 +57,11 @@ def test_dump_api_writes_every_stage_and_keeps_other_files(tmp_path):
     assert "aten.linear" in fx or "aten.addmm" in fx
     linalg = next(tmp_path.glob("*-linalg-on-tensors.mlir")).read_text()
     assert "linalg." in linalg
-    assert "dense_resource<torch_tensor_4_8" in linalg  # the 32-element weight: used ...
-    assert "torch_tensor_4_8_torch.float32:" not in linalg  # ... but its bytes are elided
+    # the 4x8 weight is an argument of @main, then an IREE parameter: its name, not its bytes
+    assert '{lowerkit.parameter = "fc.weight"}' in linalg
+    assert "torch_tensor_4_8" not in linalg
+    iree_input = next(tmp_path.glob("*-iree-input.mlir")).read_text()
+    assert '#stream.parameter.named<"model"::"fc.weight">' in iree_input
 
     execs = next(tmp_path.glob("*-iree-executables"))
     suffixes = {p.suffix for p in execs.iterdir()}

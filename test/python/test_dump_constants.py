@@ -9,11 +9,19 @@ import torch
 
 from lowerkit.cli import main as cli_main
 
+# The 4x8 matrix is a plain tensor the program holds (a constant of its code, inlined), not a
+# parameter: parameters are IREE parameters, never in the IR (test_weights.py).
 FACTORY = """
 import torch
+class Affine(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.w = torch.nn.Linear(8, 4).weight.detach()
+    def forward(self, x):
+        return torch.relu(x @ self.w.t())
 def linear():
-    torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()), (torch.randn(2, 8),)
+    return Affine(), (torch.randn(2, 8),)
 """
 
 

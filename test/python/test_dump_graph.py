@@ -150,7 +150,9 @@ def test_layer_names_survive_to_the_flow_stage(zoo_dumps):
             ops = [n for n in main["nodes"] if {"key": "kind", "value": "op"} in n["attrs"]
                    and (kind is None or n["label"] == kind)]
             named = [n for n in ops if n["namespace"].split("/linalg.")[0] in paths]
-            assert len(named) >= 0.6 * len(ops) and ops, (name, stage, len(named), len(ops))
+            # 0.55: mlp's softmax sits in no module (29 of its 71 linalg ops); its weights,
+            # once 6 named constants, are IREE parameters now (42/71 named; inline 48/77)
+            assert len(named) >= 0.55 * len(ops) and ops, (name, stage, len(named), len(ops))
 
 
 def test_location_names_take_the_callee_and_fused_parts():

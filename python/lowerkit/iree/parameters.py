@@ -102,8 +102,18 @@ def stage() -> "tuple[FunctionStage, list[ParameterSlot]]":
     return FunctionStage(STAGE, run, Build.IREE), slots
 
 
-def _function(module, name: str):
-    from iree.compiler import ir
+def has_weight_arguments(module: Any, function: str = "main") -> bool:
+    """Whether ``function`` (of a module of either build) takes weights by reference."""
+    ir = Build.of(module).ir
+    with module.context:
+        func = _function(module, function, ir)
+        return func is not None and "arg_attrs" in func.attributes and any(
+            ATTRIBUTE in ir.DictAttr(a) for a in ir.ArrayAttr(func.attributes["arg_attrs"]))
+
+
+def _function(module, name: str, ir: Any = None):
+    if ir is None:
+        from iree.compiler import ir
 
     for op in module.body.operations:
         op = op.operation

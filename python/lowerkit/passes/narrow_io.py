@@ -154,6 +154,8 @@ def widen(module_op: Any, widths: Iterable[int] = (32, 64)) -> list[str]:
             continue
         parsed = ir.Module.parse(text, context=module_op.context)
         wrapper = list(parsed.body.operations)[1].operation
+        if "arg_attrs" in op.attributes:  # marks on the arguments (a weight's name) stay public
+            wrapper.attributes["arg_attrs"] = op.attributes["arg_attrs"]
         op.attributes["sym_name"] = ir.StringAttr.get(inner, module_op.context)
         op.attributes["sym_visibility"] = ir.StringAttr.get("private", module_op.context)
         wrapper.move_after(op)

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import registry
 from ..errors import StageError
-from ..iree import bridge, compiler
+from ..iree import bridge, compiler, parameters
 from ..ir import Build
 from ..stages.crossing import with_crossing
 from ..stages.pipeline import Pipeline
@@ -54,6 +54,8 @@ def stages_for(module: Any, pipeline: Pipeline, target: "Target | str | None") -
         after = Build.IREE if any(s.build is Build.IREE for s in stages) else Build.of(module)
         fixes = registry.pipelines.factory("target-fixes")(target=Target.parse(target), after=after)
         stages += list(fixes.leaf_stages())
+        if parameters.has_weight_arguments(module):  # as compile: weights become parameters
+            stages.append(parameters.stage()[0])
     return list(with_crossing(stages, Build.of(module)))
 
 
