@@ -284,6 +284,10 @@ def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None) -> Any:
     return mean + std * noise
 
 
+def _sdpa(*args, **kwargs):
+    return NotImplemented
+
+
 def table() -> dict[Any, Callable]:
     """lowerkit's decompositions by op overload (empty with ``LOWERKIT_DECOMPOSITIONS=0``)."""
     if os.environ.get("LOWERKIT_DECOMPOSITIONS", "1") == "0":
@@ -303,4 +307,5 @@ def table() -> dict[Any, Callable]:
         aten.normal.Tensor_float: _normal,
         aten.normal.float_Tensor: _normal,
         aten.normal.Tensor_Tensor: _normal,
+        aten.scaled_dot_product_attention.default: _sdpa,
     }
