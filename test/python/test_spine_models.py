@@ -25,9 +25,10 @@ def test_model_matches_eager_on_cpu(name):
     default = lowerkit.resolve_pipeline(None).stage_names
     assert "torch-backend-contract" in default and "linalg-on-tensors" in default
     # then the target's own fixes: the seed's calling convention in the build the pipeline
-    # ended in, then (in IREE's build: the module crosses over first) the fences
+    # ended in, then (in IREE's build: the module crosses over first) attention's form and the
+    # fences
     assert names == ["torch-import", *default, "seed-as-input", "bridge-to-iree",
-                     "fence-reductions", "iree-compile"]
+                     "lower-attention", "fence-reductions", "iree-compile"]
 
 
 def test_dynamic_batch_compiled_once_runs_at_three_sizes():

@@ -153,11 +153,11 @@ def _decomposed_function(name: str, types: list[str], out: str, element: str,
     params = ", ".join(f"{a}: {t}" for a, t in zip(args, types))
     id3 = "affine_map<(d0, d1, d2) -> (d0, d1, d2)>"
     if len(types) == 4 and types[3].endswith("xi1>"):
-        masked = f"""  %ninf = arith.constant 0xFF800000 : f32 {loc}
+        ninf = {"f32": "0xFF800000", "f16": "0xFC00"}[element]
+        masked = f"""  %ninf = arith.constant {ninf} : {element} {loc}
   %sm = linalg.generic {{indexing_maps = [{id3}, {id3}, {id3}], iterator_types = ["parallel", "parallel", "parallel"]}} ins(%ss, %mask : {st}, {types[3]}) outs(%se : {st}) {{
   ^bb0(%x: {element} {loc}, %keep: i1 {loc}, %o: {element} {loc}):
-    %ni = arith.truncf %ninf : f32 to {element} {loc}
-    %y = arith.select %keep, %x, %ni : {element} {loc}
+    %y = arith.select %keep, %x, %ninf : {element} {loc}
     linalg.yield %y : {element} {loc}
   }} -> {st} {loc}"""
     elif len(types) == 4:

@@ -1,0 +1,79 @@
+"""scaled_dot_product_attention reaches IREE whole (`ingress.decompositions._sdpa`,
+torch-mlir's ``tm_tensor.attention``) and takes each target's form (`passes/attention.py`):
+on the CPU IREE's attention op with keys transposed and tile sizes, on Vulkan the math form.
+Small sizes: the speed at real ones is benchmarks/attention.py's."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lowerkit
+from lowerkit import registry
+from lowerkit.passes import attention
+from lowerkit.runtime.executable import usable_drivers
+from lowerkit.runtime.numerics import Tolerance, compare
+
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+
+# float32 over 40 keys summed in another order than eager's: a few ulp of the output's scale
+TOL = Tolerance(1e-5)
+
+
+def four_attentions(q, k, v, mask, keep):
+    """Plain, causal, an additive float mask and a boolean one, in one program."""
+    return (F.scaled_dot_product_attention(q, k, v),
+            F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=keep, scale=0.2))
+
+
+def _args():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 40, 16) for _ in range(3))
+    keep = torch.rand(1, 2, 40, 40) > 0.3
+    keep[..., 0] = True  # no row entirely masked (eager gives NaN there)
+    return q, k, v, torch.randn(1, 2, 40, 40), keep
+
+
+def _after_target_fixes(fn, args, target: str) -> dict:
+    imported = lowerkit.import_program(fn, args)
+    module = lowerkit.resolve_pipeline(None).run(imported.module).module
+    fixes = registry.pipelines.factory("target-fixes")(target=target, after=lowerkit.Build.of(module))
+    return dict(lowerkit.op_histogram(fixes.run(module).module))
+
+
+def test_each_attention_reaches_iree_as_one_attention_op_on_cpu():
+    ops = _after_target_fixes(four_attentions, _args(), "cpu")
+    assert ops.get("iree_linalg_ext.attention") == 4, ops
+    assert "tm_tensor.attention" not in ops and "linalg.softmax" not in ops, ops
+    assert ops.get("linalg.transpose") == 4  # the keys, laid out [B, D, S] once
+
+
+def test_attention_variants_match_eager_on_cpu():
+    args = _args()
+    art = lowerkit.compile(four_attentions, args, cache=False)
+    result = compare(art(*args), four_attentions(*args), tol=TOL)
+    assert result.ok, result.message
+
+
+def test_cpu_tiles_stay_under_ireess_vector_limit():
+    for m, s, d in [(40, 40, 16), (1500, 1500, 16), (2048, 2048, 64), (4096, 4096, 128),
+                    (77, 333, 80), (197, 197, 64)]:
+        dm, vm, vk = attention.cpu_tiles(m, s, d)
+        assert vm * vk * d < attention.VECTOR_LIMIT_ELEMENTS, (m, s, d, vm, vk)
+        assert m % vm == 0 and s % vk == 0 and dm % vm == 0 and m % dm == 0
+    assert attention.cpu_tiles(64, 64, 512) is None  # left to IREE's own choice
+
+
+@pytest.mark.skipif("vulkan" not in usable_drivers(),
+                    reason="IREE's vulkan driver opens no device here")
+def test_attention_variants_match_eager_on_vulkan():
+    args = _args()
+    art = lowerkit.compile(four_attentions, args, target="vulkan:llvmpipe", cache=False)
+    result = compare(art(*args), four_attentions(*args), tol=TOL)
+    assert result.ok, result.message
