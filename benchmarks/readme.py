@@ -400,6 +400,44 @@ def render_ecosystem(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + " ".join(text) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- attention.py --json ----------------------------------------------------------------------------
+def render_attention(data: dict, path: str) -> str:
+    lines = ["| case (4 heads, fp32) | eager ms | torch.compile ms | lowerkit ms | × eager "
+             "| × torch.compile | lowerkit GFLOP/s | error / scale |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["cases"]:
+        ms = r["median_ms"]
+        lines.append(f"| {r['model']} | " + " | ".join(
+            _num(ms.get(k)) for k in ("eager", "torch.compile", "lowerkit"))
+            + f" | {_ratio(r.get('lowerkit_vs_eager'))} | {_ratio(r.get('lowerkit_vs_torch_compile'))}"
+            f" | {_num((r.get('gflops') or {}).get('lowerkit'))} | {_num(r.get('error'), 2)} |")
+    cases = data["cases"]
+    slower = [r["model"] for r in cases if r.get("lowerkit_vs_eager", math.nan) < 1.0]
+    ok = sum(bool(r.get("matches")) for r in cases)
+    text = [f"Geomean **{_ratio(geomean([r.get('lowerkit_vs_eager') for r in cases]))} eager**, "
+            f"**{_ratio(geomean([r.get('lowerkit_vs_torch_compile') for r in cases]))} "
+            f"torch.compile**; {ok} of {len(cases)} cases within {data['tolerance']:g} of eager's "
+            "output scale; " + (f"slower than eager: {', '.join(slower)}." if slower
+                                else "none slower than eager.")]
+    load = data["meta"].get("load_average_end")
+    if load:
+        text.append(f"Load average {_num(load[0], 2)} at the end of the run.")
+    out = "\n".join(lines) + "\n\n" + " ".join(text)
+    dispatches = data.get("dispatches")
+    if dispatches:
+        before, after = dispatches["before"], dispatches["after"]
+        out += (f"\n\n| `{dispatches['case']}`, each dispatch alone (`iree-benchmark-module`) "
+                f"| µs |\n| --- | ---: |\n"
+                f"| **before** (torch's math decomposition): a call | {_num(before['call_ms'] * 1e3)} |\n")
+        out += "".join(f"| before: `{d['dispatch']}` | {_num(d['us'])} |\n"
+                       for d in before["dispatches"])
+        out += f"| **now** (`lower-attention`): a call | {_num(after['call_ms'] * 1e3)} |\n"
+        out += "".join(f"| now: `{d['dispatch']}` | {_num(d['us'])} |\n"
+                       for d in after["dispatches"])
+        out = out.rstrip("\n")
+    return out + "\n\n" + provenance(path, data["meta"])
+
+
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
@@ -466,6 +504,11 @@ BLOCKS: dict[str, Block] = {
         ("ecosystem-cpu.json",),
         (".venv/bin/python benchmarks/ecosystem.py --json benchmarks/results/ecosystem-cpu.json",),
         render_ecosystem),
+    "attention": Block(
+        ("attention.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --json benchmarks/results/attention.json",),
+        render_attention, torch_threads=2),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),

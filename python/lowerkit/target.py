@@ -178,6 +178,19 @@ def resolve_host_cpu(cpu_flags: tuple[str, ...] = (f"{_LLVMCPU_FLAG}cpu={HOST}",
     return dict(_TARGET_FIELD.findall(found.group(1)))
 
 
+def native_vector_bytes(target: "Target") -> int:
+    """The widest SIMD register of the CPU a llvm-cpu ``target`` compiles for (64 bytes with
+    AVX-512, 32 with AVX, else 16), as iree-compile resolves its CPU. IREE's llvm-cpu refuses
+    vectors of 512 such registers (LLVMCPUVerifyVectorSizeLegality), so lowerkit's own tile
+    sizes (`passes/attention.py`) stay under that."""
+    try:
+        features = resolve_host_cpu(llvmcpu_flags(target.flags) or
+                                    (f"{_LLVMCPU_FLAG}cpu={HOST}",)).get("cpu_features", "")
+    except TargetError:
+        return 16
+    return 64 if "+avx512f" in features else 32 if "+avx" in features else 16
+
+
 # Why these flags: O3, data tiling and IREE's microkernels (mmt4d & co.) speed up matmul-heavy
 # models; im2col turns convolutions into those same packed matmuls. Constant evaluation
 # (packing weights inside iree-compile) is off: the packing runs once, when the module loads.

@@ -62,11 +62,13 @@ def test_attention_variants_match_eager_on_cpu():
 
 
 def test_cpu_tiles_stay_under_ireess_vector_limit():
+    """Each CPU's limit: the tiles compile for AVX2 CPUs too (test_attention_compiles_for_avx2)."""
     for m, s, d in [(40, 40, 16), (1500, 1500, 16), (2048, 2048, 64), (4096, 4096, 128),
                     (77, 333, 80), (197, 197, 64)]:
-        dm, vm, vk = attention.cpu_tiles(m, s, d)
-        assert vm * vk * d < attention.VECTOR_LIMIT_ELEMENTS, (m, s, d, vm, vk)
-        assert m % vm == 0 and s % vk == 0 and dm % vm == 0 and m % dm == 0
+        for limit in (attention.VECTOR_LIMIT_ELEMENTS, attention.VECTOR_LIMIT_ELEMENTS // 2):
+            dm, vm, vk = attention.cpu_tiles(m, s, d, limit)  # AVX-512's limit, AVX2's
+            assert vm * vk * d < limit, (m, s, d, vm, vk)
+            assert m % vm == 0 and s % vk == 0 and dm % vm == 0 and m % dm == 0
     assert attention.cpu_tiles(64, 64, 512) is None  # left to IREE's own choice
 
 
@@ -77,3 +79,11 @@ def test_attention_variants_match_eager_on_vulkan():
     art = lowerkit.compile(four_attentions, args, target="vulkan:llvmpipe", cache=False)
     result = compare(art(*args), four_attentions(*args), tol=TOL)
     assert result.ok, result.message
+
+
+def test_attention_compiles_for_avx2():
+    """x86-64-v3 (AVX2) allows half AVX-512's vectors: the tiles follow the target's CPU."""
+    q = torch.randn(1, 2, 64, 64)
+    art = lowerkit.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (q, q, q),
+                           target="cpu:x86-64-v3", cache=False)
+    assert art.compile_rung == "fast"

@@ -35,9 +35,11 @@ NAME = "lower-attention"
 BUILD = "iree"
 
 _TENSOR = re.compile(r"^tensor<((?:\d+x)+)(\w+)>$")
-# IREE's llvm-cpu refuses a vector contraction whose iteration space reaches 32 KiB
-# (LLVMCPUVerifyVectorSizeLegality): both of attention's matmuls span [VM, VK, D] f32.
-VECTOR_LIMIT_ELEMENTS = 32768 // 4
+# IREE's llvm-cpu refuses a vector contraction whose iteration space reaches 512 native
+# vectors (LLVMCPUVerifyVectorSizeLegality; 32 KiB with AVX-512, 16 KiB with AVX2): both of
+# attention's matmuls span [VM, VK, D] f32.
+NATIVE_VECTORS = 512
+VECTOR_LIMIT_ELEMENTS = 64 * NATIVE_VECTORS // 4  # AVX-512's; `cpu_tiles` takes the target's
 MAX_KEY_TILE = 32       # keys per step of the online softmax (a power of two where S allows)
 MAX_ROW_TILE = 4        # query rows per vector tile
 ROWS_PER_WORKGROUP = 64
@@ -54,18 +56,20 @@ def _largest_divisor(n: int, at_most: int, ok=lambda d: True) -> int | None:
     return next((d for d in range(min(n, at_most), 0, -1) if n % d == 0 and ok(d)), None)
 
 
-def cpu_tiles(m: int, s: int, d: int) -> tuple[int, int, int] | None:
+def cpu_tiles(m: int, s: int, d: int,
+              limit: int = VECTOR_LIMIT_ELEMENTS) -> tuple[int, int, int] | None:
     """(rows per workgroup, rows per vector tile, keys per step) for a ``[B, m, d]`` query
     against ``s`` keys, or None to leave the op to IREE's own choice. Measured on a Zen 5 host
     under load (CPU time a call; benchmarks/attention.py has the interleaved runs): 4 x 2048 x
     16 at (64, 4, 32) 15.6 ms against 19.5 ms for IREE's tiles, 4 x 1024 x 64 at (64, 2, 32)
-    15.8 ms against 210 ms, 4 x 1500 x 16 at (60, 4, 30) 11.7 ms against 16 ms."""
+    15.8 ms against 210 ms, 4 x 1500 x 16 at (60, 4, 30) 11.7 ms against 16 ms. ``limit``: the
+    f32 elements IREE allows a vector contraction on the target's CPU (`NATIVE_VECTORS`)."""
     if not 1 <= d <= 256:
         return None
-    vk = _largest_divisor(s, MAX_KEY_TILE, lambda k: k * d < VECTOR_LIMIT_ELEMENTS)
+    vk = _largest_divisor(s, MAX_KEY_TILE, lambda k: k * d < limit)
     if vk is None:
         return None
-    vm = _largest_divisor(m, MAX_ROW_TILE, lambda r: r * vk * d < VECTOR_LIMIT_ELEMENTS)
+    vm = _largest_divisor(m, MAX_ROW_TILE, lambda r: r * vk * d < limit)
     if vm is None:
         return None
     dm = _largest_divisor(m, ROWS_PER_WORKGROUP, lambda r: r % vm == 0) or vm
@@ -195,7 +199,7 @@ def _decomposed_function(name: str, types: list[str], out: str, element: str,
 }}"""
 
 
-def _rewrite(module_op: Any, how: str) -> int:
+def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS) -> int:
     """Replace each ``tm_tensor.attention`` that ``how`` (``cpu`` or ``decompose``) applies to
     by a call of a private function holding its new form; returns how many."""
     ir = Build.of_object(module_op).ir
@@ -219,7 +223,7 @@ def _rewrite(module_op: Any, how: str) -> int:
         name = f"lowerkit_attention_{index}"
         scale = _scale(op, ir, d)
         if how == "cpu":
-            tiles = cpu_tiles(m, s, d)
+            tiles = cpu_tiles(m, s, d, limit)
             if element != "f32" or tiles is None:
                 continue
             text = _cpu_function(name, types, out, element, shapes, scale, tiles, loc)
@@ -241,9 +245,10 @@ def _rewrite(module_op: Any, how: str) -> int:
     return done
 
 
-def for_cpu(module_op: Any, pass_: Any = None) -> int:
-    """llvm-cpu: keys transposed and IREE's attention op with `cpu_tiles`' tile sizes."""
-    return _rewrite(module_op, "cpu")
+def for_cpu(module_op: Any, native_vector_bytes: int = 64) -> int:
+    """llvm-cpu: keys transposed and IREE's attention op with `cpu_tiles`' tile sizes, for a
+    CPU whose widest register holds ``native_vector_bytes``."""
+    return _rewrite(module_op, "cpu", native_vector_bytes * NATIVE_VECTORS // 4)
 
 
 def decompose(module_op: Any, pass_: Any = None) -> int:
