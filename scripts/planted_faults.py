@@ -387,7 +387,7 @@ FAULTS = [
     Fault("attention-tiles-at-limit", "attention's tile sizes reach IREE's 32 KiB vector limit",
           ["test/python/test_attention.py::test_cpu_tiles_stay_under_ireess_vector_limit"],
           "python/lowerkit/passes/attention.py",
-          "lambda r: r * vk * d < VECTOR_LIMIT_ELEMENTS", "lambda r: r * vk * d <= VECTOR_LIMIT_ELEMENTS"),
+          "lambda r: r * vk * d < limit", "lambda r: r * vk * d <= limit"),
     Fault("attention-tiles-avx512-only", "attention's tile sizes assume AVX-512 on every CPU",
           ["test/python/test_attention.py::test_attention_compiles_for_avx2"],
           "pipelines/target_fixes.py",
