@@ -11,7 +11,7 @@ tiled online-softmax loop that never writes the scores out. What each target nee
 * **llvm-cpu** (`for_cpu`): IREE's own tile sizes for attention are poor (4 x 1024 x 64: 210 ms
   of CPU time a call; 4 x 1500 x 16: 14-16 ms) and its codegen reduces along the key dimension
   inside vectors. Here the keys are transposed once (``[B, D, S]``, a dispatch of its own behind
-  a barrier, else IREE folds the transpose back into the op), so that ``Q @ K^T`` is an
+  a barrier), so that ``Q @ K^T`` is an
   ordinary broadcast-FMA matmul, and the op carries a ``compilation_info`` with tiles from
   `cpu_tiles` (the same shapes: 16 ms and 10-12 ms; benchmarks/attention.py). The tiles keep
   every vector contraction under IREE's 32 KiB large-vector limit, so no compile flag changes.
@@ -113,8 +113,12 @@ _MAPS5 = "(d0, d1, d2, d3, d4) -> "
 
 def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: list[list[int]],
                   scale: float, tiles: tuple[int, int, int], loc: str) -> str:
-    """A private function: keys transposed (behind a barrier), then the attention op with
-    ``compilation_info``; IREE inlines it."""
+    """A private function: keys transposed, then the attention op with ``compilation_info``;
+    IREE inlines it. Barriers keep the op's operands and result as they are here: dispatch
+    formation would otherwise fold the transpose back, or fold reshapes around the op into it
+    (a grouped-query ``repeat_interleave`` split the batch dim: six loops where the tile sizes
+    name five, and vectors over IREE's limit; `llama_tiny_prefill`). The mask keeps its
+    producer (a causal mask is computed inside the attention dispatch, never stored)."""
     (b, m, d), (_, s, _), (_, _, n) = shapes[:3]
     kt = f"tensor<{b}x{d}x{s}x{element}>"
     dm, vm, vk = tiles
@@ -125,7 +129,7 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
     maps = [f"affine_map<{_MAPS5}(d0, d1, d3)>", f"affine_map<{_MAPS5}(d0, d3, d4)>",
             f"affine_map<{_MAPS5}(d0, d4, d2)>", f"affine_map<{_MAPS5}()>"]
     args = ["%q", "%k", "%v"]
-    ins = ["%q", "%ktb", "%v", "%scale"]
+    ins = ["%qb", "%ktb", "%vb", "%scale"]
     in_types = [types[0], kt, types[2], element]
     if len(types) == 4:
         maps.append(f"affine_map<{_MAPS5}(d0, d1, d4)>")
@@ -139,12 +143,15 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
   %kt0 = tensor.empty() : {kt} {loc}
   %kt = linalg.transpose ins(%k : {types[1]}) outs(%kt0 : {kt}) permutation = [0, 2, 1] {loc}
   %ktb = util.optimization_barrier %kt : {kt} {loc}
+  %qb = util.optimization_barrier %q : {types[0]} {loc}
+  %vb = util.optimization_barrier %v : {types[2]} {loc}
   %o0 = tensor.empty() : {out} {loc}
   %o = iree_linalg_ext.attention <indexing_maps = [{", ".join(maps)}]> {{compilation_info = {info}}} ins({", ".join(ins)} : {", ".join(in_types)}) outs(%o0 : {out}) {{
   ^bb0(%a: f32 {loc}):
     iree_linalg_ext.yield %a : f32 {loc}
   }} -> {out} {loc}
-  return %o : {out} {loc}
+  %ob = util.optimization_barrier %o : {out} {loc}
+  return %ob : {out} {loc}
 }}"""
 
 
