@@ -87,3 +87,15 @@ def test_attention_compiles_for_avx2():
     art = lowerkit.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (q, q, q),
                            target="cpu:x86-64-v3", cache=False)
     assert art.compile_rung == "fast"
+
+
+def test_a_tile_size_iree_rejects_falls_back_to_ireess_own(monkeypatch):
+    """The compile ladder's first fallback drops lowerkit's `compilation_info` (never fail)."""
+    monkeypatch.setattr(attention, "cpu_tiles", lambda m, s, d, limit=0: (m, m, s))  # too big
+    args = _args()[:3]
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    with pytest.warns(UserWarning, match="IREE's tile sizes"):
+        art = lowerkit.compile(fn, args, cache=False)
+    assert art.compile_rung == "fast, IREE's tile sizes"
+    result = compare(art(*args), fn(*args), tol=TOL)
+    assert result.ok, result.message
