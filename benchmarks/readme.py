@@ -438,6 +438,30 @@ def render_attention(data: dict, path: str) -> str:
     return out + "\n\n" + provenance(path, data["meta"])
 
 
+# -- gemm.py --json ----------------------------------------------------------------------------------
+def render_gemm(data: dict, path: str) -> str:
+    peak = max(data["peak"]["gflops"], data["peak_after"]["gflops"])
+    lines = ["| fp32 GEMM, batch 1 | M×K×N | eager GFLOP/s | torch.compile GFLOP/s "
+             "| lowerkit GFLOP/s | lowerkit % of peak | eager % of peak | error / scale |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["shapes"]:
+        g = r.get("gflops") or {}
+        lines.append(f"| {r['model']} | {'×'.join(map(str, r['shape']))} | "
+                     + " | ".join(_num(g.get(k)) for k in ("eager", "torch.compile", "lowerkit"))
+                     + f" | {_num(100 * g.get('lowerkit', math.nan) / peak, 2)}"
+                     f" | {_num(100 * g.get('eager', math.nan) / peak, 2)}"
+                     f" | {_num(r.get('error'), 2)} |")
+    p = data["peak"]
+    text = (f"Measured fp32 peak: **{_num(peak)} GFLOP/s** (the better of "
+            f"{_num(data['peak']['gflops'])} before and {_num(data['peak_after']['gflops'])} "
+            f"after the run; an FMA loop on {p['vector_bytes']}-byte vectors, {p['threads']} "
+            f"threads, `{p['build']}`).")
+    load = data["meta"].get("load_average_end")
+    if load:
+        text += f" Load average {_num(load[0], 2)} at the end of the run."
+    return "\n".join(lines) + "\n\n" + text + "\n\n" + provenance(path, data["meta"])
+
+
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
@@ -509,6 +533,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
          " --json benchmarks/results/attention.json",),
         render_attention, torch_threads=2),
+    "gemm": Block(
+        ("gemm.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
+         " --json benchmarks/results/gemm.json",),
+        render_gemm, torch_threads=2),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),
