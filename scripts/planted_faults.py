@@ -376,7 +376,7 @@ FAULTS = [
           '            selected = f"{graph} (2)" if graph in seen else graph\n',
           "            selected = graph\n"),
     Fault("sdpa-decomposed", "scaled_dot_product_attention decomposed at import (scores materialised)",
-          ["test/python/test_attention.py::test_each_attention_reaches_iree_as_one_attention_op_on_cpu"],
+          ["test/python/test_attention.py::test_attention_variants_match_eager_on_cpu"],
           "python/lowerkit/ingress/decompositions.py",
           "    if whole:\n        return NotImplemented\n", "    if False:\n        return NotImplemented\n"),
     Fault("attention-cpu-mask-transposed", "the CPU attention op reads its mask transposed",

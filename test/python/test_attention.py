@@ -13,7 +13,6 @@ import torch
 import torch.nn.functional as F
 
 import lowerkit
-from lowerkit import registry
 from lowerkit.passes import attention
 from lowerkit.runtime.executable import usable_drivers
 from lowerkit.runtime.numerics import Tolerance, compare
@@ -40,23 +39,15 @@ def _args():
     return q, k, v, torch.randn(1, 2, 40, 40), keep
 
 
-def _after_target_fixes(fn, args, target: str) -> dict:
-    imported = lowerkit.import_program(fn, args)
-    module = lowerkit.resolve_pipeline(None).run(imported.module).module
-    fixes = registry.pipelines.factory("target-fixes")(target=target, after=lowerkit.Build.of(module))
-    return dict(lowerkit.op_histogram(fixes.run(module).module))
-
-
-def test_each_attention_reaches_iree_as_one_attention_op_on_cpu():
-    ops = _after_target_fixes(four_attentions, _args(), "cpu")
-    assert ops.get("iree_linalg_ext.attention") == 4, ops
-    assert "tm_tensor.attention" not in ops and "linalg.softmax" not in ops, ops
-    assert ops.get("linalg.transpose") == 4  # the keys, laid out [B, D, S] once
-
-
 def test_attention_variants_match_eager_on_cpu():
+    """Each attention reaches IREE as one attention op (keys laid out ``[B, D, S]`` once, no
+    softmax over materialised scores) and gives eager's answer."""
     args = _args()
     art = lowerkit.compile(four_attentions, args, cache=False)
+    ops = next(r.ops for r in art.records if r.name == "lower-attention")
+    assert ops.get("iree_linalg_ext.attention") == 4, ops
+    assert ops.get("linalg.transpose") == 4, ops
+    assert "tm_tensor.attention" not in ops and "linalg.softmax" not in ops, ops
     result = compare(art(*args), four_attentions(*args), tol=TOL)
     assert result.ok, result.message
 
