@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 
 from lowerkit import Build, Pipeline, PythonPassStage, Target
-from lowerkit.target import native_vector_bytes
+from lowerkit.target import CPU_OP_CONFIG_NATIVE_VECTORS, native_vector_bytes
 from lowerkit.passes import (attention, depthwise_order, narrow_io, pad_fence, reduction_fence,
                              seed_input, sort_guard, strided_slice_fence, zero_divisor)
 
@@ -44,8 +44,8 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
     if "vulkan-spirv" in backends:  # IREE's SPIR-V path cannot compile its attention op
         stages.append(PythonPassStage.from_module(attention, attention.decompose))
     elif backends == ["llvm-cpu"]:  # its attention op, with keys transposed and tile sizes
-        stages.append(PythonPassStage.from_module(
-            attention, lambda op: attention.for_cpu(op, native_vector_bytes(target))))
+        stages.append(PythonPassStage.from_module(attention, lambda op: attention.for_cpu(
+            op, native_vector_bytes(target), CPU_OP_CONFIG_NATIVE_VECTORS)))
     if "vulkan-spirv" in target.backend:  # IREE build: the barrier is IREE's `util` dialect
         stages += [
             PythonPassStage.from_module(reduction_fence, lambda op: reduction_fence.fence(op, bits)),

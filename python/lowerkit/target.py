@@ -206,6 +206,16 @@ CPU_SPEED_FLAGS = (
 )
 
 
+# Added to a llvm-cpu compile whose module carries lowerkit's own tile sizes (a
+# `compilation_info` on an op: the CPU attention's, `passes/attention.py`), and dropped with
+# them by the compile ladder's first fallback. IREE's large-vector check refuses a vector
+# contraction of 512 native vectors; the attention tiles at head dim 64 need twice that (four
+# query rows by thirty-two keys), and IREE's own tile choices stay under the limit anyway.
+CPU_OP_CONFIG_FLAGS = ("--iree-llvmcpu-fail-on-large-vector=false",)
+# How many native vectors lowerkit's own tiles may span with those flags (IREE's limit is 512).
+CPU_OP_CONFIG_NATIVE_VECTORS = 1024
+
+
 # --iree-vulkan-target names IREE 3.13 knows (any other makes iree-compile abort). `llvmpipe`
 # is Mesa's software rasteriser (lavapipe), what CI runs on.
 VULKAN_ARCHS = frozenset("""

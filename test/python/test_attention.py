@@ -81,8 +81,12 @@ def test_attention_compiles_for_avx2():
 
 
 def test_a_tile_size_iree_rejects_falls_back_to_ireess_own(monkeypatch):
-    """The compile ladder's first fallback drops lowerkit's `compilation_info` (never fail)."""
+    """The compile ladder's first fallback drops lowerkit's `compilation_info` (never fail):
+    tiles over IREE's large-vector limit, with its check left on, are refused."""
+    from lowerkit.iree import compiler
+
     monkeypatch.setattr(attention, "cpu_tiles", lambda m, s, d, limit=0: (m, m, s))  # too big
+    monkeypatch.setattr(compiler, "op_config_flags", lambda bytecode, target: ())
     args = _args()[:3]
     fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
     with pytest.warns(UserWarning, match="IREE's tile sizes"):

@@ -24,7 +24,7 @@ from ..diagnostics import Diagnostic, source_location
 from ..errors import StageError, UnsupportedError
 from ..ir import to_bytecode
 from ..reproducer import save_reproducer, tool
-from ..target import CPU_SPEED_FLAGS, Target
+from ..target import CPU_OP_CONFIG_FLAGS, CPU_SPEED_FLAGS, Target
 
 STAGE = "iree-compile"
 
@@ -250,6 +250,13 @@ def compile_to_vmfb(
     raise AssertionError("unreachable: the last rung returns or raises")
 
 
+def op_config_flags(bytecode: bytes, target: Target) -> tuple[str, ...]:
+    """`CPU_OP_CONFIG_FLAGS` for a llvm-cpu module that carries lowerkit's own tile sizes."""
+    if "llvm-cpu" in target.backend.split("+") and b"compilation_info" in bytecode:
+        return CPU_OP_CONFIG_FLAGS
+    return ()
+
+
 def without_op_configs(bytecode: bytes) -> bytes | None:
     """``bytecode`` without the ``compilation_info`` that lowerkit's stages put on ops (the
     CPU attention's tile sizes, `passes/attention.py`), or None when it has none: the compile
@@ -327,7 +334,7 @@ def _compile_once(bytecode: bytes, target: Target, extra_flags: list[str] | tupl
             keep_phases = True
         execs = Path(executables_dir) if executables_dir is not None else Path(tmp) / "executables"
         flags = [*common_flags(target), *(f for f in target.compile_flags() if f not in dropped),
-                 *extra_flags]
+                 *op_config_flags(bytecode, target), *extra_flags]
         replay_flags = list(flags)
         if keep_phases or phases:
             flags.append(f"--dump-compilation-phases-to={phases_dir}")

@@ -13,8 +13,12 @@ tiled online-softmax loop that never writes the scores out. What each target nee
   inside vectors. Here the keys are transposed once (``[B, D, S]``, a dispatch of its own behind
   a barrier), so that ``Q @ K^T`` is an
   ordinary broadcast-FMA matmul, and the op carries a ``compilation_info`` with tiles from
-  `cpu_tiles` (the same shapes: 16 ms and 10-12 ms; benchmarks/attention.py). The tiles keep
-  every vector contraction under IREE's 32 KiB large-vector limit, so no compile flag changes.
+  `cpu_tiles` (the same shapes: 16 ms and 10-12 ms; benchmarks/attention.py). IREE refuses
+  vector contractions of 512 native vectors; at head dim 64 the good tiles (four rows by
+  thirty-two keys) reach that, so a module with these tiles is compiled with the check off
+  (`target.CPU_OP_CONFIG_FLAGS`, and tiles of up to 1024 native vectors of the target's CPU:
+  4 x 1024 x 64 then 13 ms a call against 22 ms at 512 and 21 ms eager, under load). If IREE
+  rejects them anyway, the compile ladder's first fallback drops them.
 * **Vulkan** (`decompose`): IREE 3.13's SPIR-V path cannot compile the attention op
   ("online_attention op result #0 must be variadic of ranked tensor", after bufferization),
   so it gets the math form back as linalg: scores, ``linalg.softmax``, a batch matmul.
@@ -252,10 +256,13 @@ def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS) -> in
     return done
 
 
-def for_cpu(module_op: Any, native_vector_bytes: int = 64) -> int:
+def for_cpu(module_op: Any, native_vector_bytes: int = 64,
+            native_vectors: int = NATIVE_VECTORS) -> int:
     """llvm-cpu: keys transposed and IREE's attention op with `cpu_tiles`' tile sizes, for a
-    CPU whose widest register holds ``native_vector_bytes``."""
-    return _rewrite(module_op, "cpu", native_vector_bytes * NATIVE_VECTORS // 4)
+    CPU whose widest register holds ``native_vector_bytes``, vectors of up to
+    ``native_vectors`` of them (`target.CPU_OP_CONFIG_NATIVE_VECTORS`: the compile then turns
+    IREE's large-vector check off, `iree.compiler.op_config_flags`)."""
+    return _rewrite(module_op, "cpu", native_vector_bytes * native_vectors // 4)
 
 
 def decompose(module_op: Any, pass_: Any = None) -> int:
