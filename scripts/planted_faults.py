@@ -389,7 +389,7 @@ FAULTS = [
           "python/lowerkit/passes/attention.py",
           "lambda r: r * vk * d < limit", "lambda r: r * vk * d <= limit"),
     Fault("attention-tiles-avx512-only", "attention's tile sizes assume AVX-512 on every CPU",
-          ["test/python/test_attention.py::test_attention_compiles_for_avx2"],
+          ["test/python/test_attention.py::test_attention_tiles_follow_the_target_cpu"],
           "pipelines/target_fixes.py",
           "op, native_vector_bytes(target), CPU_OP_CONFIG", "op, 64, CPU_OP_CONFIG"),
     Fault("ladder-keeps-op-configs", "the compile ladder keeps lowerkit's tile sizes IREE rejected",
