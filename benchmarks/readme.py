@@ -400,6 +400,68 @@ def render_ecosystem(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + " ".join(text) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- attention.py --json ----------------------------------------------------------------------------
+def render_attention(data: dict, path: str) -> str:
+    lines = ["| case (4 heads, fp32) | eager ms | torch.compile ms | lowerkit ms | × eager "
+             "| × torch.compile | lowerkit GFLOP/s | error / scale |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["cases"]:
+        ms = r["median_ms"]
+        lines.append(f"| {r['model']} | " + " | ".join(
+            _num(ms.get(k)) for k in ("eager", "torch.compile", "lowerkit"))
+            + f" | {_ratio(r.get('lowerkit_vs_eager'))} | {_ratio(r.get('lowerkit_vs_torch_compile'))}"
+            f" | {_num((r.get('gflops') or {}).get('lowerkit'))} | {_num(r.get('error'), 2)} |")
+    cases = data["cases"]
+    slower = [r["model"] for r in cases if r.get("lowerkit_vs_eager", math.nan) < 1.0]
+    ok = sum(bool(r.get("matches")) for r in cases)
+    text = [f"Geomean **{_ratio(geomean([r.get('lowerkit_vs_eager') for r in cases]))} eager**, "
+            f"**{_ratio(geomean([r.get('lowerkit_vs_torch_compile') for r in cases]))} "
+            f"torch.compile**; {ok} of {len(cases)} cases within {data['tolerance']:g} of eager's "
+            "output scale; " + (f"slower than eager: {', '.join(slower)}." if slower
+                                else "none slower than eager.")]
+    load = data["meta"].get("load_average_end")
+    if load:
+        text.append(f"Load average {_num(load[0], 2)} at the end of the run.")
+    out = "\n".join(lines) + "\n\n" + " ".join(text)
+    dispatches = data.get("dispatches")
+    if dispatches:
+        before, after = dispatches["before"], dispatches["after"]
+        out += (f"\n\n| `{dispatches['case']}`, each dispatch alone (`iree-benchmark-module`) "
+                f"| µs |\n| --- | ---: |\n"
+                f"| **before** (torch's math decomposition): a call | {_num(before['call_ms'] * 1e3)} |\n")
+        out += "".join(f"| before: `{d['dispatch']}` | {_num(d['us'])} |\n"
+                       for d in before["dispatches"])
+        out += f"| **now** (`lower-attention`): a call | {_num(after['call_ms'] * 1e3)} |\n"
+        out += "".join(f"| now: `{d['dispatch']}` | {_num(d['us'])} |\n"
+                       for d in after["dispatches"])
+        out = out.rstrip("\n")
+    return out + "\n\n" + provenance(path, data["meta"])
+
+
+# -- gemm.py --json ----------------------------------------------------------------------------------
+def render_gemm(data: dict, path: str) -> str:
+    peak = max(data["peak"]["gflops"], data["peak_after"]["gflops"])
+    lines = ["| fp32 GEMM, batch 1 | M×K×N | eager GFLOP/s | torch.compile GFLOP/s "
+             "| lowerkit GFLOP/s | lowerkit % of peak | eager % of peak | error / scale |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["shapes"]:
+        g = r.get("gflops") or {}
+        lines.append(f"| {r['model']} | {'×'.join(map(str, r['shape']))} | "
+                     + " | ".join(_num(g.get(k)) for k in ("eager", "torch.compile", "lowerkit"))
+                     + f" | {_num(100 * g.get('lowerkit', math.nan) / peak, 2)}"
+                     f" | {_num(100 * g.get('eager', math.nan) / peak, 2)}"
+                     f" | {_num(r.get('error'), 2)} |")
+    p = data["peak"]
+    text = (f"Measured fp32 peak: **{_num(peak)} GFLOP/s** (the better of "
+            f"{_num(data['peak']['gflops'])} before and {_num(data['peak_after']['gflops'])} "
+            f"after the run; an FMA loop on {p['vector_bytes']}-byte vectors, {p['threads']} "
+            f"threads, `{p['build']}`).")
+    load = data["meta"].get("load_average_end")
+    if load:
+        text += f" Load average {_num(load[0], 2)} at the end of the run."
+    return "\n".join(lines) + "\n\n" + text + "\n\n" + provenance(path, data["meta"])
+
+
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
@@ -466,6 +528,16 @@ BLOCKS: dict[str, Block] = {
         ("ecosystem-cpu.json",),
         (".venv/bin/python benchmarks/ecosystem.py --json benchmarks/results/ecosystem-cpu.json",),
         render_ecosystem),
+    "attention": Block(
+        ("attention.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --json benchmarks/results/attention.json",),
+        render_attention, torch_threads=2),
+    "gemm": Block(
+        ("gemm.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
+         " --json benchmarks/results/gemm.json",),
+        render_gemm, torch_threads=2),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),

@@ -1,7 +1,7 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
-# CHECK: cpu: seed-as-input, fence-reductions
-# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
-# CHECK-NEXT: vulkan:llvmpipe: seed-as-input, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
+# CHECK: cpu: seed-as-input, lower-attention, fence-reductions
+# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
+# CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
 # CHECK-NEXT: cuda: seed-as-input, fence-reductions
 """target-fixes: what a target needs after any pipeline, for defects of IREE's code for its
 devices.
@@ -13,7 +13,9 @@ CPU path would fuse wrongly (`fence-reductions`, its CPU form). A target whose b
 Vulkan) gets `widen-narrow-io` at its boundary; a Vulkan target gets every reduction fenced,
 float divisions guarded against zero divisors, the sources of pads and strided slices
 fenced, sorts IREE's SPIR-V code gets wrong (longer than 256) refused, and depthwise
-convolutions written with their loops in layout order (`reorder-depthwise-convs`). ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
+convolutions written with their loops in layout order (`reorder-depthwise-convs`).
+``scaled_dot_product_attention`` reaches IREE as each target compiles it (`lower-attention`:
+tuned tiles on the CPU, the math form on Vulkan, IREE's GPU attention on CUDA). ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
 (``registry.pipelines.factory("target-fixes")``), so both run the same stages for a target.
 """
 
@@ -22,8 +24,9 @@ from __future__ import annotations
 import sys
 
 from lowerkit import Build, Pipeline, PythonPassStage, Target
-from lowerkit.passes import (depthwise_order, narrow_io, pad_fence, reduction_fence, seed_input,
-                             sort_guard, strided_slice_fence, zero_divisor)
+from lowerkit.target import CPU_OP_CONFIG_NATIVE_VECTORS, native_vector_bytes
+from lowerkit.passes import (attention, depthwise_order, narrow_io, pad_fence, reduction_fence,
+                             seed_input, sort_guard, strided_slice_fence, zero_divisor)
 
 
 def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_MLIR) -> Pipeline:
@@ -37,6 +40,12 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
     if not target.narrow_io:  # its devices' buffers are 32-bit only; the runtime widens to match
         stages.append(PythonPassStage.from_module(
             narrow_io, lambda op: narrow_io.widen(op, bits), after))
+    backends = target.backend.split("+")
+    if "vulkan-spirv" in backends:  # IREE's SPIR-V path cannot compile its attention op
+        stages.append(PythonPassStage.from_module(attention, attention.decompose))
+    elif backends == ["llvm-cpu"]:  # its attention op, with keys transposed and tile sizes
+        stages.append(PythonPassStage.from_module(attention, lambda op: attention.for_cpu(
+            op, native_vector_bytes(target), CPU_OP_CONFIG_NATIVE_VECTORS)))
     if "vulkan-spirv" in target.backend:  # IREE build: the barrier is IREE's `util` dialect
         stages += [
             PythonPassStage.from_module(reduction_fence, lambda op: reduction_fence.fence(op, bits)),

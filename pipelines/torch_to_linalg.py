@@ -74,7 +74,7 @@ def build_pipeline() -> Pipeline:
             PassPipelineStage(
                 "torch-backend-contract",
                 "func.func(torch-match-quantized-custom-ops),"
-                "torchdynamo-export-to-torch-backend-pipeline",
+                "torchdynamo-export-to-torch-backend-pipeline{backend-legal-ops=aten.scaled_dot_product_attention}",
             ),
             registry.passes.get("batch-unbatched-pooling"),
             PassPipelineStage(

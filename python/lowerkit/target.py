@@ -178,6 +178,19 @@ def resolve_host_cpu(cpu_flags: tuple[str, ...] = (f"{_LLVMCPU_FLAG}cpu={HOST}",
     return dict(_TARGET_FIELD.findall(found.group(1)))
 
 
+def native_vector_bytes(target: "Target") -> int:
+    """The widest SIMD register of the CPU a llvm-cpu ``target`` compiles for (64 bytes with
+    AVX-512, 32 with AVX, else 16), as iree-compile resolves its CPU. IREE's llvm-cpu refuses
+    vectors of 512 such registers (LLVMCPUVerifyVectorSizeLegality), so lowerkit's own tile
+    sizes (`passes/attention.py`) stay under that."""
+    try:
+        features = resolve_host_cpu(llvmcpu_flags(target.flags) or
+                                    (f"{_LLVMCPU_FLAG}cpu={HOST}",)).get("cpu_features", "")
+    except TargetError:
+        return 16
+    return 64 if "+avx512f" in features else 32 if "+avx" in features else 16
+
+
 # Why these flags: O3, data tiling and IREE's microkernels (mmt4d & co.) speed up matmul-heavy
 # models; im2col turns convolutions into those same packed matmuls. Constant evaluation
 # (packing weights inside iree-compile) is off: the packing runs once, when the module loads.
@@ -191,6 +204,16 @@ CPU_SPEED_FLAGS = (
     "--iree-global-opt-use-im2col-for-convs",
     "--iree-opt-const-eval=false",
 )
+
+
+# Added to a llvm-cpu compile whose module carries lowerkit's own tile sizes (a
+# `compilation_info` on an op: the CPU attention's, `passes/attention.py`), and dropped with
+# them by the compile ladder's first fallback. IREE's large-vector check refuses a vector
+# contraction of 512 native vectors; the attention tiles at head dim 64 need twice that (four
+# query rows by thirty-two keys), and IREE's own tile choices stay under the limit anyway.
+CPU_OP_CONFIG_FLAGS = ("--iree-llvmcpu-fail-on-large-vector=false",)
+# How many native vectors lowerkit's own tiles may span with those flags (IREE's limit is 512).
+CPU_OP_CONFIG_NATIVE_VECTORS = 1024
 
 
 # --iree-vulkan-target names IREE 3.13 knows (any other makes iree-compile abort). `llvmpipe`

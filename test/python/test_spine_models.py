@@ -25,11 +25,11 @@ def test_model_matches_eager_on_cpu(name):
     default = lowerkit.resolve_pipeline(None).stage_names
     assert "torch-backend-contract" in default and "linalg-on-tensors" in default
     # then the target's own fixes: the seed's calling convention in the build the pipeline
-    # ended in, then (in IREE's build: the module crosses over first) the fences
-    # then the weights (a program with any) become IREE parameters, in IREE's build
+    # ended in, then (in IREE's build: the module crosses over first) attention's form and the
+    # fences, then the weights (a program with any) become IREE parameters
     weights = ["externalize-weights"] if art.parameters else []
     assert names == ["torch-import", *default, "seed-as-input", "bridge-to-iree",
-                     "fence-reductions", *weights, "iree-compile"]
+                     "lower-attention", "fence-reductions", *weights, "iree-compile"]
 
 
 def test_dynamic_batch_compiled_once_runs_at_three_sizes():

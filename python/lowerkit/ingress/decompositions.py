@@ -20,6 +20,10 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   steps). The per-tap matmuls are ordinary data-tiled matmuls on shifted views (the 64x64
   conv above: 0.9 ms in all, eager 1.4 ms).
 
+* ``scaled_dot_product_attention``: kept whole (`_sdpa`), the opposite of a decomposition:
+  torch's math form materialises the ``[heads, L, L]`` scores (issue 22: 48x slower than eager
+  at 4 heads x 1500), IREE's attention op never writes them out.
+
 Each applies only where it pays (static sizes, a short dimension) and otherwise returns
 ``NotImplemented``, so that the op takes torch-mlir's usual path. ``LOWERKIT_DECOMPOSITIONS=0``
 turns them off, e.g. to compare against IREE's own lowering.
@@ -284,6 +288,31 @@ def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None) -> Any:
     return mean + std * noise
 
 
+def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Any = None,
+          dropout_p: float = 0.0, is_causal: bool = False, *, scale: Any = None,
+          enable_gqa: bool = False) -> Any:
+    """``scaled_dot_product_attention`` kept whole (``NotImplemented``) where torch-mlir turns
+    it into one ``tm_tensor.attention`` (`passes/attention.py` gives each target its form);
+    torch's own math decomposition otherwise (dropout, a mask together with ``is_causal``,
+    a mask of another rank, grouped heads, dtypes other than float32, dynamic shapes)."""
+    tensors = [query, key, value] + ([attn_mask] if attn_mask is not None else [])
+    whole = (
+        dropout_p == 0.0 and not (is_causal and attn_mask is not None) and not enable_gqa
+        and (scale is None or isinstance(scale, float))
+        and query.dim() in (3, 4) and key.dim() == query.dim() == value.dim()
+        and query.shape[:-2] == key.shape[:-2] == value.shape[:-2]
+        and all(t.dtype == torch.float32 and _static(t) for t in (query, key, value))
+        and (attn_mask is None or (attn_mask.dim() == query.dim() and _static(attn_mask)
+                                   and attn_mask.dtype in (torch.float32, torch.bool)))
+        and all(t.numel() > 0 for t in tensors)
+    )
+    if whole:
+        return NotImplemented
+    return aten._scaled_dot_product_attention_math.default(
+        query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale,
+        enable_gqa=enable_gqa)[0]
+
+
 def table() -> dict[Any, Callable]:
     """lowerkit's decompositions by op overload (empty with ``LOWERKIT_DECOMPOSITIONS=0``)."""
     if os.environ.get("LOWERKIT_DECOMPOSITIONS", "1") == "0":
@@ -303,4 +332,5 @@ def table() -> dict[Any, Callable]:
         aten.normal.Tensor_float: _normal,
         aten.normal.float_Tensor: _normal,
         aten.normal.Tensor_Tensor: _normal,
+        aten.scaled_dot_product_attention.default: _sdpa,
     }

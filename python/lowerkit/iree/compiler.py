@@ -22,8 +22,9 @@ from pathlib import Path
 
 from ..diagnostics import Diagnostic, source_location
 from ..errors import StageError, UnsupportedError
+from ..ir import to_bytecode
 from ..reproducer import save_reproducer, tool
-from ..target import CPU_SPEED_FLAGS, Target
+from ..target import CPU_OP_CONFIG_FLAGS, CPU_SPEED_FLAGS, Target
 
 STAGE = "iree-compile"
 
@@ -222,7 +223,9 @@ def compile_to_vmfb(
     """
     rungs = ladder(target.compile_flags())
     first: StageError | None = None
-    for rung, dropped in rungs:
+    at = 0
+    while at < len(rungs):
+        rung, dropped = rungs[at]
         try:
             result = _compile_once(bytecode, target, extra_flags, dropped, phases_dir,
                                    executables_dir, print_passes_dir, elide, timeout, phases,
@@ -233,12 +236,48 @@ def compile_to_vmfb(
             if "timed out after" in e.summary or rung == rungs[-1][0]:
                 raise (first or e) from None
             first = first or e
+            untiled = without_op_configs(bytecode) if at == 0 else None
+            if untiled is not None:  # the same rung without lowerkit's own tile sizes first
+                bytecode, rung = untiled, f"{rung}, IREE's tile sizes"
+                rungs[0] = (rung, dropped)
+                continue
+            at += 1
             continue
         result.rung = rung
         if first is not None:
             _warn_rung(rung, first)
         return result
     raise AssertionError("unreachable: the last rung returns or raises")
+
+
+def op_config_flags(bytecode: bytes, target: Target) -> tuple[str, ...]:
+    """`CPU_OP_CONFIG_FLAGS` for a llvm-cpu module that carries lowerkit's own tile sizes."""
+    if "llvm-cpu" in target.backend.split("+") and b"compilation_info" in bytecode:
+        return CPU_OP_CONFIG_FLAGS
+    return ()
+
+
+def without_op_configs(bytecode: bytes) -> bytes | None:
+    """``bytecode`` without the ``compilation_info`` that lowerkit's stages put on ops (the
+    CPU attention's tile sizes, `passes/attention.py`), or None when it has none: the compile
+    ladder's first fallback, before any flag is dropped."""
+    if b"compilation_info" not in bytecode:
+        return None
+    from iree.compiler import ir
+
+    with ir.Context() as ctx:
+        module = ir.Module.parse(bytecode, ctx)
+        found = []
+
+        def visit(op):
+            if "compilation_info" in op.attributes:
+                found.append(op)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        for op in found:
+            del op.attributes["compilation_info"]
+        return to_bytecode(module) if found else None
 
 
 # The compile ladder: when iree-compile rejects the fast configuration (a dispatch over the
@@ -295,7 +334,7 @@ def _compile_once(bytecode: bytes, target: Target, extra_flags: list[str] | tupl
             keep_phases = True
         execs = Path(executables_dir) if executables_dir is not None else Path(tmp) / "executables"
         flags = [*common_flags(target), *(f for f in target.compile_flags() if f not in dropped),
-                 *extra_flags]
+                 *op_config_flags(bytecode, target), *extra_flags]
         replay_flags = list(flags)
         if keep_phases or phases:
             flags.append(f"--dump-compilation-phases-to={phases_dir}")

@@ -25,6 +25,7 @@ PASSES = {
     "widen-narrow-io": "narrow_io",
     "seed-as-input": "seed_input",
     # IREE's build (each module's BUILD): the target fixes (lowerkit.pipelines.target_fixes)
+    "lower-attention": "attention",
     "fence-reductions": "reduction_fence",
     "guard-zero-divisors": "zero_divisor",
     "fence-pad-sources": "pad_fence",

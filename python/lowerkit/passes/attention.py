@@ -1,0 +1,274 @@
+"""lower-attention: ``tm_tensor.attention`` (torch-mlir's ``scaled_dot_product_attention``) as
+each target's IREE compiles it fastest or at all.
+
+lowerkit keeps ``F.scaled_dot_product_attention`` whole through import (`ingress.decompositions`)
+and torch-mlir (``backend-legal-ops``), so that it reaches IREE as one ``tm_tensor.attention``
+instead of torch's math decomposition: two batch matmuls around a softmax over the whole
+``[heads, L, L]`` score matrix, materialised (4 heads x 1500 x 16: 315 ms a call against 6.6 ms
+eager, issue 22). IREE turns one attention op into ``iree_linalg_ext.online_attention``, a
+tiled online-softmax loop that never writes the scores out. What each target needs:
+
+* **llvm-cpu** (`for_cpu`): IREE's own tile sizes for attention are poor (4 x 1024 x 64: 210 ms
+  of CPU time a call; 4 x 1500 x 16: 14-16 ms) and its codegen reduces along the key dimension
+  inside vectors. Here the keys are transposed once (``[B, D, S]``, a dispatch of its own behind
+  a barrier), so that ``Q @ K^T`` is an
+  ordinary broadcast-FMA matmul, and the op carries a ``compilation_info`` with tiles from
+  `cpu_tiles` (the same shapes: 16 ms and 10-12 ms; benchmarks/attention.py). IREE refuses
+  vector contractions of 512 native vectors; at head dim 64 the good tiles (four rows by
+  thirty-two keys) reach that, so a module with these tiles is compiled with the check off
+  (`target.CPU_OP_CONFIG_FLAGS`, and tiles of up to 1024 native vectors of the target's CPU:
+  4 x 1024 x 64 then 13 ms a call against 22 ms at 512 and 21 ms eager, under load). If IREE
+  rejects them anyway, the compile ladder's first fallback drops them.
+* **Vulkan** (`decompose`): IREE 3.13's SPIR-V path cannot compile the attention op
+  ("online_attention op result #0 must be variadic of ranked tensor", after bufferization),
+  so it gets the math form back as linalg: scores, ``linalg.softmax``, a batch matmul.
+* **CUDA**: IREE's GPU attention pipeline, as it is.
+
+Runs in IREE's MLIR build, on linalg on tensors (`pipelines/target_fixes.py`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from ..ir import Build
+
+NAME = "lower-attention"
+BUILD = "iree"
+
+_TENSOR = re.compile(r"^tensor<((?:\d+x)+)(\w+)>$")
+# IREE's llvm-cpu refuses a vector contraction whose iteration space reaches 512 native
+# vectors (LLVMCPUVerifyVectorSizeLegality; 32 KiB with AVX-512, 16 KiB with AVX2): both of
+# attention's matmuls span [VM, VK, D] f32.
+NATIVE_VECTORS = 512
+VECTOR_LIMIT_ELEMENTS = 64 * NATIVE_VECTORS // 4  # AVX-512's; `cpu_tiles` takes the target's
+MAX_KEY_TILE = 32       # keys per step of the online softmax (a power of two where S allows)
+MAX_ROW_TILE = 4        # query rows per vector tile
+ROWS_PER_WORKGROUP = 64
+
+
+def _shape(type_: Any) -> tuple[list[int], str] | None:
+    m = _TENSOR.match(str(type_))
+    if not m:
+        return None
+    return [int(d) for d in m.group(1).rstrip("x").split("x")], m.group(2)
+
+
+def _largest_divisor(n: int, at_most: int, ok=lambda d: True) -> int | None:
+    return next((d for d in range(min(n, at_most), 0, -1) if n % d == 0 and ok(d)), None)
+
+
+def cpu_tiles(m: int, s: int, d: int,
+              limit: int = VECTOR_LIMIT_ELEMENTS) -> tuple[int, int, int] | None:
+    """(rows per workgroup, rows per vector tile, keys per step) for a ``[B, m, d]`` query
+    against ``s`` keys, or None to leave the op to IREE's own choice. Measured on a Zen 5 host
+    under load (CPU time a call; benchmarks/attention.py has the interleaved runs): 4 x 2048 x
+    16 at (64, 4, 32) 15.6 ms against 19.5 ms for IREE's tiles, 4 x 1024 x 64 at (64, 2, 32)
+    15.8 ms against 210 ms, 4 x 1500 x 16 at (60, 4, 30) 11.7 ms against 16 ms. ``limit``: the
+    f32 elements IREE allows a vector contraction on the target's CPU (`NATIVE_VECTORS`)."""
+    if not 1 <= d <= 256:
+        return None
+    vk = _largest_divisor(s, MAX_KEY_TILE, lambda k: k * d < limit)
+    if vk is None:
+        return None
+    vm = _largest_divisor(m, MAX_ROW_TILE, lambda r: r * vk * d < limit)
+    if vm is None:
+        return None
+    dm = _largest_divisor(m, ROWS_PER_WORKGROUP, lambda r: r % vm == 0) or vm
+    return dm, vm, vk
+
+
+def _attentions(module_op: Any, ir: Any) -> list[Any]:
+    found = []
+
+    def visit(op):
+        if op.name == "tm_tensor.attention":
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    return found
+
+
+def _operands(op: Any, ir: Any) -> tuple[list[Any], Any]:
+    """(inputs: q, k, v[, mask], output init) of a ``tm_tensor.attention``."""
+    operands = list(op.operands)
+    if "operandSegmentSizes" in op.attributes:
+        n_in = int(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[0])
+    else:
+        n_in = len(operands) - 1
+    return operands[:n_in], operands[n_in]
+
+
+def _scale(op: Any, ir: Any, d: int) -> float:
+    if "scale" in op.attributes:
+        return ir.FloatAttr(op.attributes["scale"]).value
+    return 1.0 / math.sqrt(d)
+
+
+def _float(value: float, element: str) -> str:
+    return f"{value!r}" if element != "f16" else f"{float(value)!r}"
+
+
+_MAPS5 = "(d0, d1, d2, d3, d4) -> "
+
+
+def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: list[list[int]],
+                  scale: float, tiles: tuple[int, int, int], loc: str) -> str:
+    """A private function: keys transposed, then the attention op with ``compilation_info``;
+    IREE inlines it. Barriers keep the op's operands and result as they are here: dispatch
+    formation would otherwise fold the transpose back, or fold reshapes around the op into it
+    (a grouped-query ``repeat_interleave`` split the batch dim: six loops where the tile sizes
+    name five, and vectors over IREE's limit; `llama_tiny_prefill`). The mask keeps its
+    producer (a causal mask is computed inside the attention dispatch, never stored)."""
+    (b, m, d), (_, s, _), (_, _, n) = shapes[:3]
+    kt = f"tensor<{b}x{d}x{s}x{element}>"
+    dm, vm, vk = tiles
+    info = ("#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
+            f"distribution = [1, {dm}, {n}, 0, 0], vector_common_parallel = [1, {vm}, {n}, 0, 0], "
+            f"vector_reduction = [0, 0, 0, 0, {vk}]>, translation_info = "
+            "#iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<LinalgExtTileAndVectorize>>>")
+    maps = [f"affine_map<{_MAPS5}(d0, d1, d3)>", f"affine_map<{_MAPS5}(d0, d3, d4)>",
+            f"affine_map<{_MAPS5}(d0, d4, d2)>", f"affine_map<{_MAPS5}()>"]
+    args = ["%q", "%k", "%v"]
+    ins = ["%qb", "%ktb", "%vb", "%scale"]
+    in_types = [types[0], kt, types[2], element]
+    if len(types) == 4:
+        maps.append(f"affine_map<{_MAPS5}(d0, d1, d4)>")
+        args.append("%mask")
+        ins.append("%mask")
+        in_types.append(types[3])
+    maps.append(f"affine_map<{_MAPS5}(d0, d1, d2)>")
+    params = ", ".join(f"{a}: {t}" for a, t in zip(args, types))
+    return f"""func.func private @{name}({params}) -> {out} {{
+  %scale = arith.constant {_float(scale, element)} : {element} {loc}
+  %kt0 = tensor.empty() : {kt} {loc}
+  %kt = linalg.transpose ins(%k : {types[1]}) outs(%kt0 : {kt}) permutation = [0, 2, 1] {loc}
+  %ktb = util.optimization_barrier %kt : {kt} {loc}
+  %qb = util.optimization_barrier %q : {types[0]} {loc}
+  %vb = util.optimization_barrier %v : {types[2]} {loc}
+  %o0 = tensor.empty() : {out} {loc}
+  %o = iree_linalg_ext.attention <indexing_maps = [{", ".join(maps)}]> {{compilation_info = {info}}} ins({", ".join(ins)} : {", ".join(in_types)}) outs(%o0 : {out}) {{
+  ^bb0(%a: f32 {loc}):
+    iree_linalg_ext.yield %a : f32 {loc}
+  }} -> {out} {loc}
+  %ob = util.optimization_barrier %o : {out} {loc}
+  return %ob : {out} {loc}
+}}"""
+
+
+def _decomposed_function(name: str, types: list[str], out: str, element: str,
+                         shapes: list[list[int]], scale: float, loc: str) -> str:
+    """A private function: ``softmax(scale * Q @ K^T + mask) @ V`` in linalg."""
+    (b, m, d), (_, s, _), (_, _, n) = shapes[:3]
+    st = f"tensor<{b}x{m}x{s}x{element}>"
+    args = ["%q", "%k", "%v"] + (["%mask"] if len(types) == 4 else [])
+    params = ", ".join(f"{a}: {t}" for a, t in zip(args, types))
+    id3 = "affine_map<(d0, d1, d2) -> (d0, d1, d2)>"
+    if len(types) == 4 and types[3].endswith("xi1>"):
+        ninf = {"f32": "0xFF800000", "f16": "0xFC00"}[element]
+        masked = f"""  %ninf = arith.constant {ninf} : {element} {loc}
+  %sm = linalg.generic {{indexing_maps = [{id3}, {id3}, {id3}], iterator_types = ["parallel", "parallel", "parallel"]}} ins(%ss, %mask : {st}, {types[3]}) outs(%se : {st}) {{
+  ^bb0(%x: {element} {loc}, %keep: i1 {loc}, %o: {element} {loc}):
+    %y = arith.select %keep, %x, %ninf : {element} {loc}
+    linalg.yield %y : {element} {loc}
+  }} -> {st} {loc}"""
+    elif len(types) == 4:
+        masked = f"""  %sm = linalg.generic {{indexing_maps = [{id3}, {id3}, {id3}], iterator_types = ["parallel", "parallel", "parallel"]}} ins(%ss, %mask : {st}, {types[3]}) outs(%se : {st}) {{
+  ^bb0(%x: {element} {loc}, %a: {element} {loc}, %o: {element} {loc}):
+    %y = arith.addf %x, %a : {element} {loc}
+    linalg.yield %y : {element} {loc}
+  }} -> {st} {loc}"""
+    else:
+        masked = ""
+    result = "%sm" if masked else "%ss"
+    return f"""func.func private @{name}({params}) -> {out} {{
+  %zero = arith.constant 0.0 : {element} {loc}
+  %scale = arith.constant {_float(scale, element)} : {element} {loc}
+  %se = tensor.empty() : {st} {loc}
+  %sz = linalg.fill ins(%zero : {element}) outs(%se : {st}) -> {st} {loc}
+  %s = linalg.generic {{indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}} ins(%q, %k : {types[0]}, {types[1]}) outs(%sz : {st}) {{
+  ^bb0(%x: {element} {loc}, %y: {element} {loc}, %acc: {element} {loc}):
+    %p = arith.mulf %x, %y : {element} {loc}
+    %r = arith.addf %acc, %p : {element} {loc}
+    linalg.yield %r : {element} {loc}
+  }} -> {st} {loc}
+  %ss = linalg.generic {{indexing_maps = [{id3}, {id3}], iterator_types = ["parallel", "parallel", "parallel"]}} ins(%s : {st}) outs(%se : {st}) {{
+  ^bb0(%x: {element} {loc}, %o: {element} {loc}):
+    %y = arith.mulf %x, %scale : {element} {loc}
+    linalg.yield %y : {element} {loc}
+  }} -> {st} {loc}
+{masked}
+  %pe = tensor.empty() : {st} {loc}
+  %p = linalg.softmax dimension(2) ins({result} : {st}) outs(%pe : {st}) -> {st} {loc}
+  %oe = tensor.empty() : {out} {loc}
+  %oz = linalg.fill ins(%zero : {element}) outs(%oe : {out}) -> {out} {loc}
+  %o = linalg.batch_matmul ins(%p, %v : {st}, {types[2]}) outs(%oz : {out}) -> {out} {loc}
+  return %o : {out} {loc}
+}}"""
+
+
+def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS) -> int:
+    """Replace each ``tm_tensor.attention`` that ``how`` (``cpu`` or ``decompose``) applies to
+    by a call of a private function holding its new form; returns how many."""
+    ir = Build.of_object(module_op).ir
+    body = module_op.regions[0].blocks[0]
+    done = 0
+    for index, op in enumerate(_attentions(module_op, ir)):
+        inputs, _init = _operands(op, ir)
+        parsed = [_shape(v.type) for v in inputs]
+        out_shape = _shape(op.results[0].type)
+        if any(p is None for p in parsed) or out_shape is None or len(parsed) not in (3, 4):
+            continue
+        shapes = [p[0] for p in parsed]
+        element = parsed[0][1]
+        if any(len(sh) != 3 for sh in shapes) or parsed[1][1] != element \
+                or parsed[2][1] != element:
+            continue
+        (b, m, d), (_, s, _), _ = shapes[:3]
+        types = [str(v.type) for v in inputs]
+        out = str(op.results[0].type)
+        loc = str(op.location)
+        name = f"lowerkit_attention_{index}"
+        scale = _scale(op, ir, d)
+        if how == "cpu":
+            tiles = cpu_tiles(m, s, d, limit)
+            if element != "f32" or tiles is None:
+                continue
+            text = _cpu_function(name, types, out, element, shapes, scale, tiles, loc)
+        else:
+            if element not in ("f32", "f16"):
+                continue
+            text = _decomposed_function(name, types, out, element, shapes, scale, loc)
+        with module_op.context:
+            parsed = ir.Module.parse(text)  # kept alive while its function is cloned out
+            with ir.InsertionPoint(body):
+                parsed.body.operations[0].clone()
+            with ir.InsertionPoint(op), op.location:
+                call = ir.Operation.create(
+                    "func.call", results=[op.results[0].type], operands=inputs,
+                    attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
+        op.results[0].replace_all_uses_with(call.results[0])
+        op.erase()
+        done += 1
+    return done
+
+
+def for_cpu(module_op: Any, native_vector_bytes: int = 64,
+            native_vectors: int = NATIVE_VECTORS) -> int:
+    """llvm-cpu: keys transposed and IREE's attention op with `cpu_tiles`' tile sizes, for a
+    CPU whose widest register holds ``native_vector_bytes``, vectors of up to
+    ``native_vectors`` of them (`target.CPU_OP_CONFIG_NATIVE_VECTORS`: the compile then turns
+    IREE's large-vector check off, `iree.compiler.op_config_flags`)."""
+    return _rewrite(module_op, "cpu", native_vector_bytes * native_vectors // 4)
+
+
+def decompose(module_op: Any, pass_: Any = None) -> int:
+    """Targets without IREE's attention (Vulkan): the math form in linalg."""
+    return _rewrite(module_op, "decompose")
+
+
+def run(module_op: Any, pass_: Any = None) -> None:
+    for_cpu(module_op, pass_)

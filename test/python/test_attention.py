@@ -1,0 +1,120 @@
+"""scaled_dot_product_attention reaches IREE whole (`ingress.decompositions._sdpa`,
+torch-mlir's ``tm_tensor.attention``) and takes each target's form (`passes/attention.py`):
+on the CPU IREE's attention op with keys transposed and tile sizes, on Vulkan the math form.
+Small sizes: the speed at real ones is benchmarks/attention.py's."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lowerkit
+from lowerkit import registry
+from lowerkit.passes import attention
+from lowerkit.runtime.executable import usable_drivers
+from lowerkit.runtime.numerics import Tolerance, compare
+
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+
+# float32 over 40 keys summed in another order than eager's: a few ulp of the output's scale
+TOL = Tolerance(1e-5)
+
+
+def four_attentions(q, k, v, mask, keep):
+    """Plain, causal, an additive float mask and a boolean one, in one program."""
+    return (F.scaled_dot_product_attention(q, k, v),
+            F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=keep, scale=0.2))
+
+
+def _args():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 40, 16) for _ in range(3))
+    keep = torch.rand(1, 2, 40, 40) > 0.3
+    keep[..., 0] = True  # no row entirely masked (eager gives NaN there)
+    return q, k, v, torch.randn(1, 2, 40, 40), keep
+
+
+def test_attention_variants_match_eager_on_cpu():
+    """Each attention reaches IREE as one attention op (keys laid out ``[B, D, S]`` once, no
+    softmax over materialised scores) and gives eager's answer."""
+    args = _args()
+    art = lowerkit.compile(four_attentions, args, cache=False)
+    ops = next(r.ops for r in art.records if r.name == "lower-attention")
+    assert ops.get("iree_linalg_ext.attention") == 4, ops
+    assert ops.get("linalg.transpose") == 4, ops
+    assert "tm_tensor.attention" not in ops and "linalg.softmax" not in ops, ops
+    result = compare(art(*args), four_attentions(*args), tol=TOL)
+    assert result.ok, result.message
+
+
+def test_cpu_tiles_stay_under_ireess_vector_limit():
+    """Each CPU's limit: the tiles compile for AVX2 CPUs too (test_attention_compiles_for_avx2)."""
+    for m, s, d in [(40, 40, 16), (1500, 1500, 16), (2048, 2048, 64), (4096, 4096, 128),
+                    (77, 333, 80), (197, 197, 64)]:
+        for limit in (attention.VECTOR_LIMIT_ELEMENTS, attention.VECTOR_LIMIT_ELEMENTS // 2):
+            dm, vm, vk = attention.cpu_tiles(m, s, d, limit)  # AVX-512's limit, AVX2's
+            assert vm * vk * d < limit, (m, s, d, vm, vk)
+            assert m % vm == 0 and s % vk == 0 and dm % vm == 0 and m % dm == 0
+    assert attention.cpu_tiles(64, 64, 512) is None  # left to IREE's own choice
+
+
+@pytest.mark.skipif("vulkan" not in usable_drivers(),
+                    reason="IREE's vulkan driver opens no device here")
+def test_attention_variants_match_eager_on_vulkan():
+    args = _args()
+    art = lowerkit.compile(four_attentions, args, target="vulkan:llvmpipe", cache=False)
+    result = compare(art(*args), four_attentions(*args), tol=TOL)
+    assert result.ok, result.message
+
+
+def _row_tile(target: str) -> str:
+    """The query rows per vector tile `lower-attention` picks for ``target`` (head dim 64)."""
+    from iree.compiler import ir
+
+    t = "tensor<2x64x64xf32>"
+    text = (f"func.func @main(%q: {t}, %k: {t}, %v: {t}) -> {t} {{\n"
+            f"  %0 = tensor.empty() : {t}\n"
+            f"  %1 = tm_tensor.attention ins(%q, %k, %v : {t}, {t}, {t}) outs(%0 : {t}) -> {t}\n"
+            f"  return %1 : {t}\n}}")
+    stage = next(s for s in registry.pipelines.factory("target-fixes")(target=target).stages
+                 if s.name == "lower-attention")
+    with ir.Context():
+        module = stage.apply(ir.Module.parse(text))
+        return re.search(r"vector_common_parallel = \[1, (\d+),", str(module)).group(1)
+
+
+def test_attention_tiles_follow_the_target_cpu():
+    """x86-64-v3 (AVX2) registers hold half of AVX-512's: half the query rows per tile."""
+    assert (_row_tile("cpu:znver4"), _row_tile("cpu:x86-64-v3")) == ("4", "2")
+
+
+def test_attention_compiles_for_avx2():
+    """AVX2's tiles compile at the fast rung: IREE's large-vector check, which they reach, is
+    off for a module carrying lowerkit's tile sizes (`target.CPU_OP_CONFIG_FLAGS`)."""
+    q = torch.randn(1, 2, 64, 64)
+    art = lowerkit.compile(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), (q, q, q),
+                           target="cpu:x86-64-v3", cache=False)
+    assert art.compile_rung == "fast"
+
+
+def test_a_tile_size_iree_rejects_falls_back_to_ireess_own(monkeypatch):
+    """The compile ladder's first fallback drops lowerkit's `compilation_info` (never fail):
+    tiles over IREE's large-vector limit, with its check left on, are refused."""
+    from lowerkit.iree import compiler
+
+    monkeypatch.setattr(attention, "cpu_tiles", lambda m, s, d, limit=0: (m, m, s))  # too big
+    monkeypatch.setattr(compiler, "op_config_flags", lambda bytecode, target: ())
+    args = _args()[:3]
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    with pytest.warns(UserWarning, match="IREE's tile sizes"):
+        art = lowerkit.compile(fn, args, cache=False)
+    assert art.compile_rung == "fast, IREE's tile sizes"
+    result = compare(art(*args), fn(*args), tol=TOL)
+    assert result.ok, result.message
