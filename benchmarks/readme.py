@@ -197,6 +197,28 @@ def render_compile_time(data: dict, path: str) -> str:
     return "\n\n".join(out) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- compile_cold.py --json ------------------------------------------------------------------------
+def render_compile_cold(data: dict, path: str) -> str:
+    """Per model: seconds from compile to the first result (checked against eager) cold, warm,
+    with new weights and by program key; the stages that dominate; size and peak memory."""
+    lines = ["| model | weights MiB | vmfb KiB | cold s | warm s | new weights s | program key s "
+             "| torch-import s | iree-compile s | peak RSS MiB | iree-compile RSS MiB | matches eager |",
+             "| --- |" + " ---: |" * 10 + " --- |"]
+    for r in data["models"]:
+        if "error" in r:
+            lines.append(f"| {r['model']} |" + " - |" * 10 + " failed |")
+            continue
+        runs = ("cold", "warm", "new_weights", "program_key")
+        lines.append(
+            f"| {r['model']} | {_num(r['weights_mib'])} | {_num(r['vmfb_bytes'] / 1024)} | "
+            + " | ".join(_seconds(r[k]["to_first_result_s"]) for k in runs) + " | "
+            + f"{_seconds(r['cold']['stages'].get('torch-import'))} | "
+            + f"{_seconds(r['cold']['stages'].get('iree-compile'))} | "
+            + f"{_num(r['peak_rss_mib'])} | {_num(r['peak_rss_children_mib'])} | "
+            + ("yes" if all(r[k]["matches_eager"] for k in runs) else "**no**") + " |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
 # -- call_floor.py --json ---------------------------------------------------------------------------
 def render_call_floor(data: dict, path: str) -> str:
     lines = [f"| µs a call, medians of {data['rounds']} rounds of {data['calls']} calls "
@@ -480,6 +502,11 @@ BLOCKS: dict[str, Block] = {
          " --variant default --variant iree-defaults --variant flags:--iree-opt-const-eval=true"
          " --json benchmarks/results/cpu-flags.json",),
         render_compile_time),
+    "compile-cold": Block(
+        ("compile-cold.json",),
+        (".venv/bin/python benchmarks/compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,"
+         "gpt2_base --json benchmarks/results/compile-cold.json",),
+        render_compile_cold),
     "compile-time": Block(
         ("compile-time.json",),
         (".venv/bin/python benchmarks/compile_time.py resnet18,resnet50 --repeats 3"
