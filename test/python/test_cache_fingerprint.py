@@ -57,9 +57,16 @@ def test_a_known_program_is_answered_without_tracing(tmp_path, no_trace):
     _check(lowerkit.compile(other, ARGS, cache=tmp_path), other)
 
 
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory):
+    """One cache for the cases below: the unchanged program compiles once, then is a hit."""
+    return tmp_path_factory.mktemp("fingerprint-cache")
+
+
 @pytest.mark.parametrize("change", ["attribute", "string attribute", "file flag", "code",
                                     "input shape", "input dtype", "training"])
-def test_anything_that_changes_results_is_traced_again(tmp_path, monkeypatch, change):
+def test_anything_that_changes_results_is_traced_again(shared_cache, monkeypatch, change):
+    tmp_path = shared_cache
     torch.manual_seed(0)
     model, args = Scaled(), ARGS
     lowerkit.compile(model, args, cache=tmp_path)

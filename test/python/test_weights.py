@@ -50,12 +50,12 @@ def _check(art, model) -> None:
 
 def test_the_vmfb_holds_code_and_the_weights_come_from_the_model():
     net = _net(0)
-    art = lowerkit.compile(net, ARGS, cache=False)
+    art = lowerkit.compile(net, ARGS)  # the session's cache: the same code as below, once
     _check(art, net)
     keys = {s.key for s in art.parameters}
     assert {"conv.weight", "bn.running_var", "proj.weight", "scale"} <= keys
     weight_bytes = sum(p.numel() * 4 for p in net.parameters())
-    inline = lowerkit.compile(net, ARGS, cache=False, weights="inline")
+    inline = lowerkit.compile(net, ARGS, weights="inline")
     _check(inline, net)
     assert not inline.parameters
     # the weights (~26 KiB) are in the inline vmfb and not in the external one
@@ -64,7 +64,7 @@ def test_the_vmfb_holds_code_and_the_weights_come_from_the_model():
 
 def test_in_place_changes_to_the_weights_are_seen():
     net = _net(0)
-    art = lowerkit.compile(net, ARGS, cache=False)
+    art = lowerkit.compile(net, ARGS)
     _check(art, net)
     with torch.no_grad():  # what an optimizer step or load_state_dict does
         net.proj.weight.mul_(-2.0)
@@ -72,11 +72,10 @@ def test_in_place_changes_to_the_weights_are_seen():
     _check(art, net)
 
 
-def test_another_checkpoint_reuses_the_code(tmp_path):
+def test_another_checkpoint_reuses_the_code():
     first, second = _net(0), _net(1)
-    cache = lowerkit.CompileCache(tmp_path)
-    a1 = lowerkit.compile(first, ARGS, cache=cache)
-    a2 = lowerkit.compile(second, ARGS, cache=cache)
+    a1 = lowerkit.compile(first, ARGS)
+    a2 = lowerkit.compile(second, ARGS)
     assert a2.cache_hit and a2.vmfb == a1.vmfb
     _check(a1, first)
     _check(a2, second)
@@ -86,7 +85,7 @@ def test_another_checkpoint_reuses_the_code(tmp_path):
 
 def test_saved_artifact_reads_its_irpa_and_binds_others(tmp_path):
     net, other = _net(0), _net(2)
-    art = lowerkit.compile(net, ARGS, cache=False)
+    art = lowerkit.compile(net, ARGS)
     path = art.save(tmp_path / "net.lkart")
     assert archive_path(path).exists()
     _check(lowerkit.Artifact.load(path), net)
@@ -98,7 +97,7 @@ def test_saved_artifact_reads_its_irpa_and_binds_others(tmp_path):
 
 
 def test_weights_of_another_architecture_are_refused_by_name(tmp_path):
-    art = lowerkit.compile(_net(0), ARGS, cache=False)
+    art = lowerkit.compile(_net(0), ARGS)
     wrong = dict(_net(0).state_dict())
     wrong["conv.weight"] = torch.zeros(3, 3)
     with pytest.raises(InputError, match=r"weight 'conv.weight' has shape \(3, 3\)"):
