@@ -16,8 +16,9 @@ In that process, for each model (random weights, batch 1):
 4. ``program key``: the same after forgetting the fingerprints: traced and imported again,
    then found by the program key, without compiling.
 
-Peak memory is the process's and its children's (iree-compile runs as one) largest resident
-set (``getrusage``), both over the whole run. ``--json`` stores everything with the run's
+Peak memory is the largest resident set of the process, and of any one of its children
+(iree-compile, and the forked children that run stages in isolation, whose pages shared with
+the parent count), over the whole run (``getrusage``). ``--json`` stores everything with the run's
 provenance for ``benchmarks/readme.py``.
 """
 
@@ -161,7 +162,7 @@ def main() -> None:
     table = Table(title=f"model to first result, seconds (load average {meta['load_average'][0]:.1f} "
                         f"at the start, {os.cpu_count()} cores)")
     for col in ("model", "weights MiB", "vmfb KiB", "cold", "warm", "new weights", "program key",
-                "torch-import", "iree-compile", "peak RSS MiB", "iree-compile RSS MiB", "eager?"):
+                "torch-import", "iree-compile", "peak RSS MiB", "largest child RSS MiB", "eager?"):
         table.add_column(col, justify="right")
     for r in results:
         if "error" in r:
