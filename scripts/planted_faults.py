@@ -36,6 +36,21 @@ class Fault:
 
 
 FAULTS = [
+    Fault("cache-fingerprint-no-env", "the fingerprint leaves out LOWERKIT_DECOMPOSITIONS",
+          ["test/python/test_cache_fingerprint.py::test_anything_that_changes_results_is_traced_again"],
+          "python/lowerkit/ingress/fingerprint.py",
+          '                 os.environ.get("LOWERKIT_DECOMPOSITIONS", "1")]',
+          '                 ]'),
+    Fault("conv3d-depth-off-by-one", "the 3-D convolution's depth split reads the planes one kernel step late",
+          ["test/python/test_decompositions.py::test_convolution_per_tap_matches_eager"],
+          "python/lowerkit/ingress/decompositions.py",
+          "        start = k * dd\n",
+          "        start = min(k + 1, kd - 1) * dd\n"),
+    Fault("conv3d-not-split", "3-D convolutions keep IREE's loop nest",
+          ["test/python/test_decompositions.py::test_3d_convolutions_become_2d_ones"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    if x.dim() == 5:\n",
+          "    if False:\n"),
     Fault("weights-no-version-check", "an artifact keeps the weights it loaded after they change in place",
           ["test/python/test_weights.py::test_in_place_changes_to_the_weights_are_seen"],
           "python/lowerkit/runtime/weights.py",

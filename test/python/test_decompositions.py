@@ -107,6 +107,10 @@ CONVS = [
                                            bias=False), (1, 16, 7, 9)),
     ("1d-dilated", torch.nn.Conv1d(32, 32, 3, dilation=4), (1, 32, 50)),
     ("1d-stride-pad-batch", torch.nn.Conv1d(8, 4, 5, stride=3, padding=2), (3, 8, 17)),
+    ("3d-3x3x3-pad", torch.nn.Conv3d(16, 8, 3, 1, 1), (1, 16, 5, 6, 7)),
+    ("3d-stride-dilation-groups-batch", torch.nn.Conv3d(8, 8, (3, 1, 3), (2, 1, 1), (1, 0, 1),
+                                                        dilation=(2, 1, 1), groups=2),
+     (2, 8, 9, 5, 6)),
 ]
 
 
@@ -130,6 +134,13 @@ def test_convolutions_become_matmuls():
                       (torch.randn(1, 16, 8, 8), torch.randn(1, 16, 20)))
     assert not any(op.startswith("linalg.conv") for op in ops), ops
     assert "linalg.matmul" in ops, ops
+
+
+def test_3d_convolutions_become_2d_ones():
+    """IREE runs `linalg.conv_3d_ncdhw_fcdhw` as a loop nest: none may be left."""
+    conv3d = torch.nn.Conv3d(16, 8, 3, 1, 1)
+    ops = lowered_ops(conv3d, (torch.randn(1, 16, 4, 6, 6),))
+    assert not any(op.startswith("linalg.conv_3d") for op in ops), ops
 
 
 @pytest.mark.parametrize("conv,shape,conv_op", [

@@ -10,7 +10,7 @@ of what the fingerprint reads, the way Dynamo's guards decide a graph still hold
   (not their values: they are IREE parameters, read at load);
 - the call: the structure of the arguments, each tensor's shape, dtype, strides and
   ``requires_grad``, each Python scalar's value, and ``dynamic_shapes``;
-- torch's grad mode and default dtype.
+- torch's grad mode, default dtype and deterministic mode, and ``LOWERKIT_DECOMPOSITIONS``.
 
 When anything is beyond what it can read (a hook, a tensor or an unknown object held as an
 attribute, a function rather than a module, a tensor off the CPU) it gives None, and the
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import os
 import sys
 import types
 from typing import Any
@@ -143,7 +144,9 @@ def fingerprint(fn: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
     if not isinstance(fn, torch.nn.Module) or _global_hooks():
         return None
     out: list = [repr(sorted(options.items())), torch.is_grad_enabled(),
-                 repr(torch.get_default_dtype())]
+                 repr(torch.get_default_dtype()), torch.are_deterministic_algorithms_enabled(),
+                 # lowerkit's own decompositions at import, on or off
+                 os.environ.get("LOWERKIT_DECOMPOSITIONS", "1")]
     seen: set = set()
     try:
         for name, module in fn.named_modules(remove_duplicate=False):
