@@ -33,7 +33,10 @@ def summarise(journal: Path) -> dict:
     for row in rows:
         counts[row["target"]][row["kind"]] += 1
         if row["kind"] in FAILURES:
-            failures.append({k: row[k] for k in ("n", "target", "kind", "message", "source")})
+            # the executor's journal keys a row "00008:vulkan"; an older one numbered it "n"
+            n = row["n"] if "n" in row else int(row["key"].split(":", 1)[0])
+            failures.append({"n": n, **{k: row.get(k) for k in ("target", "kind", "source")},
+                             "message": row.get("log_tail") or row.get("message")})
     return {"header": header,
             "targets": {t: {"programs": sum(c.values()), **{k: c[k] for k in VERDICTS}}
                         for t, c in counts.items()},
