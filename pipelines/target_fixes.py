@@ -1,6 +1,6 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
 # CHECK: cpu: seed-as-input, fence-reductions
-# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
+# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, narrow-index-math
 # CHECK-NEXT: vulkan:llvmpipe: seed-as-input, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
 # CHECK-NEXT: cuda: seed-as-input, fence-reductions
 """target-fixes: what a target needs after any pipeline, for defects of IREE's code for its
@@ -13,7 +13,9 @@ CPU path would fuse wrongly (`fence-reductions`, its CPU form). A target whose b
 Vulkan) gets `widen-narrow-io` at its boundary; a Vulkan target gets every reduction fenced,
 float divisions guarded against zero divisors, the sources of pads and strided slices
 fenced, sorts IREE's SPIR-V code gets wrong (longer than 256) refused, and depthwise
-convolutions written with their loops in layout order (`reorder-depthwise-convs`). ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
+convolutions written with their loops in layout order (`reorder-depthwise-convs`); one
+without Int64 either gets its i64 math that provably fits in i32 done in i32
+(`narrow-index-math`). ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
 (``registry.pipelines.factory("target-fixes")``), so both run the same stages for a target.
 """
 
@@ -22,8 +24,9 @@ from __future__ import annotations
 import sys
 
 from lowerkit import Build, Pipeline, PythonPassStage, Target
-from lowerkit.passes import (depthwise_order, narrow_io, pad_fence, reduction_fence, seed_input,
-                             sort_guard, strided_slice_fence, zero_divisor)
+from lowerkit.passes import (depthwise_order, narrow_index_math, narrow_io, pad_fence,
+                             reduction_fence, seed_input, sort_guard, strided_slice_fence,
+                             zero_divisor)
 
 
 def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_MLIR) -> Pipeline:
@@ -46,6 +49,8 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
             PythonPassStage.from_module(sort_guard),
             PythonPassStage.from_module(depthwise_order),
         ]
+        if 64 not in bits:  # no Int64 either: i64 math that provably fits is done in i32
+            stages.append(PythonPassStage.from_module(narrow_index_math))
     else:  # reductions read two ways, and an argmax read transposed (`fence_for_cpu`)
         stages.append(PythonPassStage.from_module(reduction_fence, reduction_fence.fence_for_cpu))
     return Pipeline("target-fixes", stages, description=__doc__.splitlines()[0])

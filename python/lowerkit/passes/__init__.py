@@ -31,4 +31,5 @@ PASSES = {
     "fence-strided-slices": "strided_slice_fence",
     "refuse-long-sorts": "sort_guard",
     "reorder-depthwise-convs": "depthwise_order",
+    "narrow-index-math": "narrow_index_math",
 }
