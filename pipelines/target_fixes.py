@@ -1,8 +1,8 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
-# CHECK: cpu: seed-as-input, fence-reductions
+# CHECK: cpu: seed-as-input, fence-reductions, fence-gathered-slices
 # CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, narrow-index-math
 # CHECK-NEXT: vulkan:llvmpipe: seed-as-input, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
-# CHECK-NEXT: cuda: seed-as-input, fence-reductions
+# CHECK-NEXT: cuda: seed-as-input, fence-reductions, fence-gathered-slices
 """target-fixes: what a target needs after any pipeline, for defects of IREE's code for its
 devices.
 
@@ -15,7 +15,9 @@ float divisions guarded against zero divisors, the sources of pads and strided s
 fenced, sorts IREE's SPIR-V code gets wrong (longer than 256) refused, and depthwise
 convolutions written with their loops in layout order (`reorder-depthwise-convs`); one
 without Int64 either gets its i64 math that provably fits in i32 done in i32
-(`narrow-index-math`). ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
+(`narrow-index-math`). The others get a strided slice that a gather reads
+written to memory first (`fence-gathered-slices`: IREE's llvm-cpu code for the fusion fails to
+translate). ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
 (``registry.pipelines.factory("target-fixes")``), so both run the same stages for a target.
 """
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 import sys
 
 from lowerkit import Build, Pipeline, PythonPassStage, Target
-from lowerkit.passes import (depthwise_order, narrow_index_math, narrow_io, pad_fence,
+from lowerkit.passes import (depthwise_order, gathered_slice_fence, narrow_index_math, narrow_io, pad_fence,
                              reduction_fence, seed_input, sort_guard, strided_slice_fence,
                              zero_divisor)
 
@@ -53,6 +55,8 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
             stages.append(PythonPassStage.from_module(narrow_index_math))
     else:  # reductions read two ways, and an argmax read transposed (`fence_for_cpu`)
         stages.append(PythonPassStage.from_module(reduction_fence, reduction_fence.fence_for_cpu))
+        # a strided slice fused into a gather fails LLVM's translation
+        stages.append(PythonPassStage.from_module(gathered_slice_fence))
     return Pipeline("target-fixes", stages, description=__doc__.splitlines()[0])
 
 
