@@ -28,10 +28,14 @@ needs_vulkan = pytest.mark.skipif(
 
 
 def index_math(x, a):
-    """``%`` of topk indices, ``//`` of argmax indices, ``abs`` of a clamped int64 input: each
-    failed to compile on the portable target ("failed to legalize operation 'arith.remsi'")."""
+    """``%`` of topk indices, ``//`` of argmax indices, ``abs`` of a clamped int64 input, a
+    causal mask from two aranges (as SDPA's ``is_causal`` builds it): each failed to compile on
+    the portable target ("failed to legalize operation 'arith.remsi'", "... 'vector.extract'"
+    of ``vector<2xi64>`` for the mask, which IREE hoists as an int64 constant)."""
     top = x.topk(3, dim=-1).indices
-    return top % 4, x.argmax(-1) // 3, a.clamp(-1, 2).abs(), x.gather(1, top % 4)
+    causal = torch.arange(16)[None, :] - torch.arange(4)[:, None] <= 0
+    return (top % 4, x.argmax(-1) // 3, a.clamp(-1, 2).abs(), x.gather(1, top % 4),
+            torch.where(causal, x, 0.0))
 
 
 @needs_vulkan
@@ -98,19 +102,22 @@ func.func @main(%arg0: tensor<8xi64>) -> (tensor<8xi64>, tensor<8xi64>, tensor<4
 
 
 def test_the_pass_narrows_only_what_provably_fits():
-    """An iota's ``% 3`` and the ``abs`` of a count of 16 flags are done in i32; the ``% 3`` of
-    the function's own int64 argument is not."""
+    """An iota, its ``% 3``, a count of 16 flags and its ``abs`` are done in i32 (the iota
+    reaches the ``%`` as an i32 tensor); the ``% 3`` of the function's own int64 argument is
+    not."""
     from iree.compiler import ir
 
     with ir.Context():
         module = ir.Module.parse(_MODULE)
-        assert narrow_index_math.narrow(module.operation) == 2
+        assert narrow_index_math.narrow(module.operation) == 4
         assert module.operation.verify()
         text = str(module)
     assert len(re.findall(r"arith\.remsi %\w+, %\w+ : i64", text)) == 1  # the argument's
     assert len(re.findall(r"arith\.remsi %\w+, %\w+ : i32", text)) == 1  # the iota's
     assert re.search(r"math\.absi %\w+ : i32", text) and not re.search(r"math\.absi %\w+ : i64", text)
-    assert text.count("arith.extsi") == 2
+    assert re.search(r"arith\.index_cast %\w+ : index to i32", text)
+    assert re.search(r"arith\.addi %\w+, %\w+ : i32", text)  # the count
+    assert "-> tensor<8xi32>" in text
 
 
 def test_ranges_of_index_arithmetic():

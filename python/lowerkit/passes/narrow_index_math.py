@@ -30,9 +30,14 @@ from ..ir import Build
 NAME = "narrow-index-math"
 BUILD = "iree"
 
-# ops IREE 3.13 cannot emulate in i64 on SPIR-V without Int64, and how to bound their result
-_NARROWABLE = ("arith.remsi", "arith.remui", "arith.divsi", "arith.divui", "arith.floordivsi",
-               "arith.ceildivsi", "math.absi")
+# i64 ops done in i32 where their values fit: those IREE 3.13 cannot emulate on SPIR-V without
+# Int64 (%, //, abs), and the index arithmetic around them, so that a chain of them fused into
+# one dispatch has no i64 left for IREE's vectorizer (a causal mask's ``arange(S) - arange(L)
+# <= 0`` failed as an illegal ``vector.extract`` of ``vector<2xi64>``)
+_NARROWABLE = frozenset({
+    "arith.remsi", "arith.remui", "arith.divsi", "arith.divui", "arith.floordivsi",
+    "arith.ceildivsi", "math.absi", "arith.addi", "arith.subi", "arith.muli", "arith.maxsi",
+    "arith.minsi", "arith.select", "arith.cmpi", "arith.index_cast", "arith.index_castui"})
 I32 = (-(2 ** 31), 2 ** 31 - 1)
 _TENSOR_DIMS = re.compile(r"^tensor<((?:[0-9?]+x)*)\w+>$")
 _SAME_VALUES = {"tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice",
@@ -91,7 +96,7 @@ class Ranges:
 
     # -- tensors ------------------------------------------------------------------------------
     def tensor(self, value: Any):
-        key = (str(value.get_name()) if hasattr(value, "get_name") else None, hash(value))
+        key = value
         if key in self.tensors:
             return self.tensors[key]
         if key in self.visiting:
@@ -299,8 +304,8 @@ class Ranges:
 
 
 def narrow(module_op: Any) -> int:
-    """Rewrite every i64 op of `_NARROWABLE` inside a ``linalg.generic`` whose operands and
-    result provably fit in i32; returns how many."""
+    """Rewrite every i64 op of `_NARROWABLE` inside a ``linalg.generic`` whose integer operands
+    and result provably fit in i32; returns how many."""
     ir = Build.of_object(module_op).ir
     generics = []
 
@@ -312,38 +317,106 @@ def narrow(module_op: Any) -> int:
     module_op.walk(visit)
     ranges = Ranges(ir)
     i32 = ir.IntegerType.get_signless(32, module_op.context)
-    narrowed = 0
+    chosen = []  # decided on the module as it came, then rewritten
     for generic in generics:
         block = generic.regions[0].blocks[0]
-        todo = [o.operation for o in block.operations
-                if o.operation.name in _NARROWABLE and str(o.operation.results[0].type) == "i64"]
+        todo = [o.operation for o in block.operations if o.operation.name in _NARROWABLE
+                and "i64" in (str(o.operation.results[0].type),
+                              str(o.operation.operands[-1].type))]
         if not todo:
             continue
         kinds = ["reduction" in str(a)
                  for a in ir.ArrayAttr(generic.attributes["iterator_types"])]
         env: dict = {}
         if any(kinds):
-            outs = ranges.generic_results(generic)
-            if any(o is None for o in outs):
-                continue
-            env = {"outs": outs}
-        for op in todo:
-            values = [ranges.scalar(v, generic, env) for v in op.operands]
-            values.append(ranges.scalar(op.results[0], generic, env))
-            if not all(_fits(v) for v in values):
-                continue
-            i64 = op.results[0].type
-            with ir.InsertionPoint(op), op.location:
-                narrow_ops = [ir.Operation.create("arith.trunci", results=[i32], operands=[v]).result
-                              for v in op.operands]
-                attrs = {a.name: a.attr for a in op.attributes}
-                small = ir.Operation.create(op.name, results=[i32], operands=narrow_ops,
-                                            attributes=attrs).result
-                wide = ir.Operation.create("arith.extsi", results=[i64], operands=[small]).result
-            op.results[0].replace_all_uses_with(wide)
-            op.erase()
-            narrowed += 1
-    return narrowed
+            env = {"outs": ranges.generic_results(generic)}  # None where unknown (floats)
+        chosen += [op for op in todo if _provably_narrow(op, ranges, generic, env)]
+    for op in chosen:
+        _narrow_op(op, ir, i32)
+    for generic in generics:
+        _narrow_results(generic, ir, i32)
+    return len(chosen)
+
+
+def _users_op(use: Any) -> Any:
+    owner = use.owner
+    return getattr(owner, "operation", owner)
+
+
+def _narrow_results(generic: Any, ir: Any, i32: Any) -> None:
+    """Each i64 result that the body computed in i32 (yields an ``extsi`` of an i32) reaches
+    its users through a truncation to an i32 tensor and an extension back: the two fold into
+    the producer's and the consumers' dispatches, so that a tensor IREE materialises between
+    dispatches (or hoists as a constant: a causal mask's ``arange(S) - arange(L)``) is i32,
+    whose loads IREE's vectorizer can handle where i64 ones fail."""
+    if any("reduction" in str(a) for a in ir.ArrayAttr(generic.attributes["iterator_types"])):
+        return  # an elementwise pair after a reduction is a dispatch of its own
+    block = generic.regions[0].blocks[0]
+    yields = list(block.operations)[-1].operands
+    for result, value in zip(generic.results, yields):
+        producer = _op(value, ir)
+        if producer is None or producer.name != "arith.extsi" \
+                or str(producer.operands[0].type) != "i32" or not list(result.uses):
+            continue
+        if any(_users_op(use).name != "linalg.generic" for use in result.uses):
+            continue  # the extension must fuse into its users (a returned i64 stays as it is)
+        shape = _shape(result)
+        if shape is None or None in shape:
+            continue
+        rank = len(shape)
+        dims = "x".join(str(d) for d in shape)
+        wide, narrow = (f"tensor<{dims}x{t}>" if rank else f"tensor<{t}>" for t in ("i64", "i32"))
+        ids = ", ".join(f"d{i}" for i in range(rank))
+        amap = f"affine_map<({ids}) -> ({ids})>"
+        iters = ", ".join(['"parallel"'] * rank)
+        text = (
+            f"func.func private @f(%x: {wide}) -> {wide} {{\n"
+            f"  %e32 = tensor.empty() : {narrow}\n"
+            f"  %t = linalg.generic {{indexing_maps = [{amap}, {amap}], iterator_types = [{iters}]}}"
+            f" ins(%x : {wide}) outs(%e32 : {narrow}) {{\n"
+            f"  ^bb0(%in: i64, %out: i32):\n    %v = arith.trunci %in : i64 to i32\n"
+            f"    linalg.yield %v : i32\n  }} -> {narrow}\n"
+            f"  %e64 = tensor.empty() : {wide}\n"
+            f"  %w = linalg.generic {{indexing_maps = [{amap}, {amap}], iterator_types = [{iters}]}}"
+            f" ins(%t : {narrow}) outs(%e64 : {wide}) {{\n"
+            f"  ^bb0(%in: i32, %out: i64):\n    %v = arith.extsi %in : i32 to i64\n"
+            f"    linalg.yield %v : i64\n  }} -> {wide}\n"
+            f"  return %w : {wide}\n}}\n")
+        parsed = ir.Module.parse(text, context=generic.context)
+        body = parsed.body.operations[0].operation.regions[0].blocks[0]
+        ops = [o.operation for o in body.operations][:-1]  # all but the return
+        users = list(result.uses)
+        anchor = generic
+        for o in ops:
+            o.move_after(anchor)
+            anchor = o
+        ops[1].operands[0] = result
+        for use in users:
+            _users_op(use).operands[use.operand_number] = ops[3].results[0]
+
+
+def _provably_narrow(op: Any, ranges: Ranges, generic: Any, env: dict) -> bool:
+    """Whether every integer value ``op`` reads or makes provably fits in i32."""
+    ints = [v for v in op.operands if str(v.type) in ("i64", "index")]
+    if str(op.results[0].type) == "i64":
+        ints.append(op.results[0])
+    return all(_fits(ranges.scalar(v, generic, env)) for v in ints)
+
+
+def _narrow_op(op: Any, ir: Any, i32: Any) -> None:
+    """``op`` on i32: its i64 operands truncated, its i64 result sign-extended back."""
+    wide_result = str(op.results[0].type) == "i64"
+    with ir.InsertionPoint(op), op.location:
+        operands = [ir.Operation.create("arith.trunci", results=[i32], operands=[v]).result
+                    if str(v.type) == "i64" else v for v in op.operands]
+        named = (op.attributes[i] for i in range(len(op.attributes)))
+        attrs = {a.name: a.attr for a in named}
+        small = ir.Operation.create(op.name, results=[i32 if wide_result else op.results[0].type],
+                                    operands=operands, attributes=attrs).result
+        result = (ir.Operation.create("arith.extsi", results=[op.results[0].type],
+                                      operands=[small]).result if wide_result else small)
+    op.results[0].replace_all_uses_with(result)
+    op.erase()
 
 
 def run(module_op: Any, pass_: Any = None) -> None:
