@@ -452,3 +452,21 @@ def test_strided_slice_into_a_gather(name):
     fn, dtype = GATHERED_SLICES[name]
     b = (torch.arange(10, dtype=torch.float32).reshape(1, 2, 5) / 4 - 1).to(dtype)
     assert_matches_eager(lowerkit.compile(fn, (b,), target="cpu")(b), fn(b))
+
+
+def pooled_then_selected(a, w0):  # campaign seed 2111, program 109, minimised
+    return (torch.index_select(F.max_pool1d(a, 2, stride=1, padding=0), 0, w0),)
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe"])
+def test_gather_of_a_pooling_on_vulkan(target):
+    """A silent wrong answer: fused into the gather's dispatch, IREE 3.13's SPIR-V code read the
+    second half of the last channel of the pooled [1, 3, 15] tensor from the wrong place (1.03
+    of the output's scale off in float32; in the campaign's float16 program, with a dilation,
+    2e3 times). `fence-gathered-slices` (`fence_computed` on Vulkan) makes the gather read the
+    pooling's result from memory. The portable `vulkan` target was wrong the same way."""
+    a = torch.arange(48, dtype=torch.float32).reshape(1, 3, 16) / 8 - 2
+    w0 = torch.zeros(5, dtype=torch.int64)
+    art = lowerkit.compile(pooled_then_selected, (a, w0), target=target)
+    assert_matches_eager(art(a, w0), pooled_then_selected(a, w0))
