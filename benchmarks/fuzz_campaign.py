@@ -52,8 +52,12 @@ def _fuzz(args: list[str], timeout: float | None) -> int:
     try:
         return child.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        child.terminate()
-        child.wait()
+        child.terminate()  # it finishes the item it is on (a compile may take a while)
+        try:
+            child.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
         return 0
 
 
