@@ -133,3 +133,41 @@ def test_ranges_of_index_arithmetic():
         assert ranges.tensor(results[0]) == (0, 2)
         assert ranges.tensor(results[1]) is None  # x % 3 of any int64 x
         assert ranges.tensor(results[2]) == (0, 16)
+
+
+_PADDED = """
+#map = affine_map<(d0) -> (d0)>
+func.func @main() -> tensor<10xi64> {
+  %c3 = arith.constant 3 : i64
+  %big = arith.constant 1099511627776 : i64
+  %e = tensor.empty() : tensor<8xi64>
+  %iota = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel"]} outs(%e : tensor<8xi64>) {
+  ^bb0(%out: i64):
+    %i = linalg.index 0 : index
+    %c = arith.index_cast %i : index to i64
+    linalg.yield %c : i64
+  } -> tensor<8xi64>
+  %p = tensor.pad %iota low[1] high[1] {
+  ^bb0(%x: index):
+    tensor.yield %big : i64
+  } : tensor<8xi64> to tensor<10xi64>
+  %e2 = tensor.empty() : tensor<10xi64>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]} ins(%p : tensor<10xi64>) outs(%e2 : tensor<10xi64>) {
+  ^bb0(%in: i64, %out: i64):
+    %m = arith.remsi %in, %c3 : i64
+    linalg.yield %m : i64
+  } -> tensor<10xi64>
+  return %r : tensor<10xi64>
+}
+"""
+
+
+def test_a_padding_value_that_does_not_fit_keeps_the_op_wide():
+    """A pad's values are its source's and the value its body yields (2**40 here): the ``% 3``
+    of the padded iota stays i64."""
+    from iree.compiler import ir
+
+    with ir.Context():
+        module = ir.Module.parse(_PADDED)
+        narrow_index_math.narrow(module.operation)
+        assert re.search(r"arith\.remsi %\w+, %\w+ : i64", str(module))

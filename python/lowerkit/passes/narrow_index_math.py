@@ -43,7 +43,7 @@ _TENSOR_DIMS = re.compile(r"^tensor<((?:[0-9?]+x)*)\w+>$")
 _SAME_VALUES = {"tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice",
                 "tensor.cast", "util.optimization_barrier", "linalg.transpose",
                 "linalg.broadcast", "tensor.extract", "tensor.reshape", "tensor.bitcast"}
-_UNIONS = {"tensor.insert_slice", "tensor.concat", "tensor.pad"}
+_UNIONS = {"tensor.insert_slice", "tensor.concat"}
 
 
 def _fits(r: tuple[int, int] | None, box: tuple[int, int] = I32) -> bool:
@@ -126,6 +126,10 @@ class Ranges:
             return self.scalar(op.operands[0], None, {})
         if name in _SAME_VALUES:
             return self.tensor(op.operands[0])
+        if name == "tensor.pad":  # the source's values and the padding value its body yields
+            body = op.regions[0].blocks[0]
+            return _union(self.tensor(op.operands[0]),
+                          self.scalar(list(body.operations)[-1].operands[0], None, {}))
         if name in _UNIONS:
             ranges = [self.tensor(v) if _shape(v) is not None else self.scalar(v, None, {})
                       for v in op.operands if _shape(v) is not None or _width(v.type)]
