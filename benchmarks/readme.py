@@ -366,8 +366,9 @@ def render_fuzz(data: dict, path: str) -> str:
                                   else str(c[k]) for k in VERDICTS) + " |")
     header = data["header"]
     stopped = data.get("stopped_after")
-    ran = (f"the first {stopped} of {header['examples']} generated programs (the run was stopped "
-           f"there)" if stopped else f"{header['examples']} generated programs")
+    ran = (f"the first {stopped} programs only (the run was stopped there, short of the "
+           f"{header['examples']} it was started for)" if stopped
+           else f"{header['examples']} generated programs")
     text = (f"Seed {header['seed']}, {ran}, each run on every target "
             f"({_num(data['seconds'] / 60, 2)} min); the journal, with each "
             f"program's source, is `benchmarks/results/{data['journal']}` "
@@ -551,8 +552,9 @@ BLOCKS: dict[str, Block] = {
         render_executor_scaling),
     "fuzz": Block(
         ("fuzz.json",),
-        (".venv/bin/python benchmarks/fuzz_campaign.py --examples 160 --seed 2111"
-         " --target cpu,vulkan:llvmpipe,vulkan --json benchmarks/results/fuzz.json",),
+        (".venv/bin/python benchmarks/fuzz_campaign.py --examples 2000 --seed 2111"
+         " --target cpu,vulkan:llvmpipe,vulkan --json benchmarks/results/fuzz.json"
+         " --timeout 2700",),
         render_fuzz),
     "ecosystem": Block(
         ("ecosystem-cpu.json",),

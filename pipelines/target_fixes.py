@@ -1,8 +1,8 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
-# CHECK: cpu: seed-as-input, lower-attention, fence-reductions
-# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
-# CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs
-# CHECK-NEXT: cuda: seed-as-input, fence-reductions
+# CHECK: cpu: seed-as-input, lower-attention, fence-reductions, fence-gathered-slices
+# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices, narrow-index-math
+# CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices
+# CHECK-NEXT: cuda: seed-as-input, fence-reductions, fence-gathered-slices
 """target-fixes: what a target needs after any pipeline, for defects of IREE's code for its
 devices.
 
@@ -13,9 +13,15 @@ CPU path would fuse wrongly (`fence-reductions`, its CPU form). A target whose b
 Vulkan) gets `widen-narrow-io` at its boundary; a Vulkan target gets every reduction fenced,
 float divisions guarded against zero divisors, the sources of pads and strided slices
 fenced, sorts IREE's SPIR-V code gets wrong (longer than 256) refused, and depthwise
-convolutions written with their loops in layout order (`reorder-depthwise-convs`).
-``scaled_dot_product_attention`` reaches IREE as each target compiles it (`lower-attention`:
-tuned tiles on the CPU, the math form on Vulkan, IREE's GPU attention on CUDA). ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
+convolutions written with their loops in layout order (`reorder-depthwise-convs`), and a
+gather's source read from memory where a strided slice, pooling, convolution, contraction or
+reduction computes it (`fence-gathered-slices`); one
+without Int64 either gets its i64 math that provably fits in i32 done in i32
+(`narrow-index-math`). The others get a strided slice that a gather reads
+written to memory first (`fence-gathered-slices`: IREE's llvm-cpu code for the fusion fails to
+translate). ``scaled_dot_product_attention`` reaches IREE as each target compiles it
+(`lower-attention`: tuned tiles on the CPU, the math form on Vulkan, IREE's GPU attention on
+CUDA). ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
 (``registry.pipelines.factory("target-fixes")``), so both run the same stages for a target.
 """
 
@@ -25,8 +31,9 @@ import sys
 
 from lowerkit import Build, Pipeline, PythonPassStage, Target
 from lowerkit.target import CPU_OP_CONFIG_NATIVE_VECTORS, native_vector_bytes
-from lowerkit.passes import (attention, depthwise_order, narrow_io, pad_fence, reduction_fence,
-                             seed_input, sort_guard, strided_slice_fence, zero_divisor)
+from lowerkit.passes import (attention, depthwise_order, gathered_slice_fence, narrow_index_math,
+                             narrow_io, pad_fence, reduction_fence, seed_input, sort_guard,
+                             strided_slice_fence, zero_divisor)
 
 
 def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_MLIR) -> Pipeline:
@@ -54,9 +61,14 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
             PythonPassStage.from_module(strided_slice_fence, strided_slice_fence.fence),
             PythonPassStage.from_module(sort_guard),
             PythonPassStage.from_module(depthwise_order),
+            PythonPassStage.from_module(gathered_slice_fence, gathered_slice_fence.fence_computed),
         ]
+        if 64 not in bits:  # no Int64 either: i64 math that provably fits is done in i32
+            stages.append(PythonPassStage.from_module(narrow_index_math))
     else:  # reductions read two ways, and an argmax read transposed (`fence_for_cpu`)
         stages.append(PythonPassStage.from_module(reduction_fence, reduction_fence.fence_for_cpu))
+        # a strided slice fused into a gather fails LLVM's translation
+        stages.append(PythonPassStage.from_module(gathered_slice_fence))
     return Pipeline("target-fixes", stages, description=__doc__.splitlines()[0])
 
 

@@ -46,10 +46,8 @@ KNOWN_DEFECTS: dict = {
     # name -> predicate on an Outcome, for defects with an xfail regression and no fix yet.
     # ("f64-on-portable-vulkan", float64 constants on the portable vulkan target, is fixed by
     # Target.float64; test_fuzz_regressions.py::test_f64_constants_on_the_portable_*)
-    # test_fuzz_regressions.py::test_strided_slice_into_an_upsampling_adaptive_max_pool: IREE
-    # cannot translate that fused dispatch to LLVM on any rung
-    "llvm-translation-of-index-cast": lambda o: (
-        o.kind == "error" and "failed to translate the MLIR LLVM dialect" in o.message),
+    # ("llvm-translation-of-index-cast", a strided slice fused into a gather, is fixed by
+    # fence-gathered-slices; test_fuzz_regressions.py::test_strided_slice_into_a_gather)
 }
 
 

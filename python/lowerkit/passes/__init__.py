@@ -32,4 +32,6 @@ PASSES = {
     "fence-strided-slices": "strided_slice_fence",
     "refuse-long-sorts": "sort_guard",
     "reorder-depthwise-convs": "depthwise_order",
+    "narrow-index-math": "narrow_index_math",
+    "fence-gathered-slices": "gathered_slice_fence",
 }

@@ -1021,8 +1021,12 @@ def journal_header(**run: Any) -> dict:
         commit = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True,
                                 text=True, timeout=10).stdout.strip() or None
         if commit:
-            dirty = bool(subprocess.run(["git", "-C", here, "status", "--porcelain",
-                                         "--untracked-files=no"],
+            # stored results (a campaign's journal, being written) are not the code that ran
+            top = subprocess.run(["git", "-C", here, "rev-parse", "--show-toplevel"],
+                                 capture_output=True, text=True, timeout=10).stdout.strip()
+            dirty = bool(subprocess.run(["git", "-C", top or here, "status", "--porcelain",
+                                         "--untracked-files=no", "--", ".",
+                                         ":(exclude)benchmarks/results"],
                                         capture_output=True, text=True, timeout=10).stdout.strip())
     except (OSError, subprocess.SubprocessError):
         pass

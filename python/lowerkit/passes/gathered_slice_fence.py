@@ -1,0 +1,108 @@
+"""fence-gathered-slices: a strided slice that a gather reads is written to memory first.
+
+IREE 3.13's llvm-cpu backend cannot compile a dispatch that fuses a strided
+``tensor.extract_slice`` into a ``linalg.generic`` reading it by computed indices
+(``tensor.extract`` in its body: nearest and adaptive-pool gathers, ``index_select``):
+"LLVM Translation failed for operation: builtin.unrealized_conversion_cast" (an ``i64`` to
+``index`` cast left over), on every rung of the compile ladder and every x86 CPU. Found by
+lowerkit's fuzzer: ``F.interpolate(a[:, :, ::3], scale_factor=2, mode='nearest')`` (campaign
+seed 2111, programs 51-53 on ``cpu``, through a 1-wide ``avg_pool1d`` with stride 3) and
+``F.adaptive_max_pool1d(F.max_pool1d(b, 1, stride=2), 7)`` (CI sweep, seed 569).
+
+The slice's result (or the elementwise op's that converts it: ``a.half()[:, :, ::3]`` is read
+as ``f32``) goes through ``util.optimization_barrier`` before the gather reads it: dispatch
+formation does not fuse across it, so the slice becomes a dispatch of its own and the gather
+reads its result (fencing the slice's *source* does not help: the same dispatch still
+forms). One more small dispatch, only where a gather reads a strided slice.
+
+On Vulkan (`fence_computed`) a gather also reads a pooling's (convolution's, contraction's,
+reduction's) result from memory: fused into the gather's dispatch, IREE 3.13's SPIR-V code for
+``torch.index_select(F.max_pool1d(a, 2, stride=1), 0, i)`` on a [1, 3, 16] input read the
+second half of the last channel from the wrong place (up to 2e3 times the output's scale off in
+float16, on `vulkan:llvmpipe` and the portable target: campaign seed 2111, program 109), a
+silent wrong answer; an elementwise producer was right. Runs in IREE's MLIR build, on linalg on
+tensors, for every target (`lowerkit.pipelines.target_fixes`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._source_fence import LEAVES, ir_of, ops_where
+
+NAME = "fence-gathered-slices"
+BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
+_RESHAPES = frozenset({"tensor.expand_shape", "tensor.collapse_shape", "tensor.cast"})
+
+
+def _producer(value: Any, ir: Any):
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else getattr(owner, "operation", owner)
+
+
+def _strided_slice_under(value: Any, ir: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is a strided slice, maybe reshaped or converted by elementwise ops
+    (which fuse with it: ``a.half()[:, :, ::3].float()``)."""
+    op = _producer(value, ir)
+    if op is None or depth > 8:
+        return False
+    if op.name in _RESHAPES:
+        return _strided_slice_under(op.operands[0], ir, depth + 1)
+    if op.name == "tensor.extract_slice":
+        return any(s != 1 for s in ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    if op.name == "linalg.generic" and not any(
+            "reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])):
+        n_in = len(op.operands) - len(op.results)
+        return any(_strided_slice_under(v, ir, depth + 1) for v in list(op.operands)[:n_in])
+    return False
+
+
+def _windowed_under(value: Any, ir: Any) -> bool:
+    """Whether ``value`` is computed by an op that is not elementwise (a pooling, convolution,
+    contraction or reduction), maybe reshaped."""
+    op = _producer(value, ir)
+    while op is not None and op.name in _RESHAPES:
+        op = _producer(op.operands[0], ir)
+    if op is None or op.name in LEAVES or op.name == "tensor.extract_slice":
+        return False
+    if op.name == "linalg.generic":
+        return any("reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"]))
+    return op.name.startswith("linalg.")
+
+
+def fence_computed(module_op: Any) -> int:
+    """`fence` for Vulkan: also a gather's source that a pooling, convolution, contraction or
+    reduction computes."""
+    return fence(module_op, lambda v, ir: _strided_slice_under(v, ir) or _windowed_under(v, ir))
+
+
+def fence(module_op: Any, wanted: Any = None) -> int:
+    """Put a barrier between each strided slice (or each source ``wanted(value, ir)`` picks)
+    and the ``linalg.generic`` that gathers from it; returns how many."""
+    wanted = wanted or _strided_slice_under
+    ir = ir_of(module_op)
+    generics = ops_where(module_op, lambda op: op.name == "linalg.generic")
+    fenced = 0
+    for generic in generics:
+        extracts = ops_where(generic, lambda op: op.name == "tensor.extract")
+        barriers: list = []  # (slice, its barrier)
+        for extract in extracts:
+            source = extract.operands[0]
+            producer = _producer(source, ir)
+            if producer is None or producer.parent.name == "linalg.generic" \
+                    or not wanted(source, ir):
+                continue  # a function argument, a value of the body, or no strided slice
+            barrier = next((b for s, b in barriers if s == source), None)
+            if barrier is None:
+                with ir.InsertionPoint(generic), generic.location:
+                    barrier = ir.Operation.create(
+                        "util.optimization_barrier", results=[source.type],
+                        operands=[source]).results[0]
+                barriers.append((source, barrier))
+                fenced += 1
+            extract.operands[0] = barrier
+    return fenced
+
+
+def run(module_op: Any, pass_: Any = None) -> None:
+    fence(module_op)
