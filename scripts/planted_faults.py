@@ -508,6 +508,11 @@ FAULTS = [
           ["test/python/test_dump_graph.py::test_view_without_model_explorer_says_what_to_install"],
           "python/lowerkit/tools/view.py",
           "    if not available():\n        raise LowerkitError(INSTALL_HINT)\n", ""),
+    Fault("weights-bf16-as-f16", "a bf16 weight is bound as f16 (its bytes converted to the wrong type)",
+          ["test/python/test_weights.py::test_weights_of_other_dtypes_are_read_as_their_bytes"],
+          "python/lowerkit/runtime/weights.py",
+          '"f16": torch.float16, "bf16": torch.bfloat16,',
+          '"f16": torch.float16, "bf16": torch.float16,'),
 ]
 
 

@@ -163,3 +163,37 @@ def test_cuda_compiles_its_weights_as_parameters():
     assert {s.key for s in art.parameters} >= {"conv.weight", "proj.weight"}
     weight_bytes = sum(p.numel() * 4 for p in net.parameters())
     assert len(inline.vmfb) - len(art.vmfb) > 0.8 * weight_bytes, (len(inline.vmfb), len(art.vmfb))
+
+
+class Mixed(torch.nn.Module):
+    """Weights that are not f32: a bf16 linear, an int64 buffer used as indices, a bool buffer
+    used as a mask, a 0-d int64 buffer and a non-persistent one."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16).to(torch.bfloat16)
+        self.register_buffer("perm", torch.randperm(16, generator=torch.Generator().manual_seed(3)))
+        self.register_buffer("keep", torch.arange(16) % 3 != 0)
+        self.register_buffer("offset", torch.tensor(2))
+        self.register_buffer("pos", torch.arange(16), persistent=False)
+
+    def forward(self, x):
+        # upcast (exact), so that the check needs no bf16 tolerance
+        w, b = self.lin.weight.float(), self.lin.bias.float()
+        h = torch.nn.functional.linear(x, w, b)[:, self.perm]
+        return torch.where(self.keep, h, -h) + (self.pos + self.offset).float()
+
+
+def test_weights_of_other_dtypes_are_read_as_their_bytes(tmp_path):
+    torch.manual_seed(0)
+    net, x = Mixed().eval(), torch.randn(2, 16, generator=torch.Generator().manual_seed(4))
+    art = lowerkit.compile(net, (x,), cache=False)
+    elements = {s.key: s.element for s in art.parameters}
+    assert elements == {"lin.weight": "bf16", "lin.bias": "bf16", "perm": "i64", "keep": "i1",
+                        "offset": "i64", "pos": "i64"}, elements
+    with torch.no_grad():
+        result = compare(art(x), net(x))
+        assert result.ok, result.message
+        path = art.save(tmp_path / "mixed.lkart")  # the same bytes through an .irpa
+        result = compare(lowerkit.Artifact.load(path)(x), net(x))
+        assert result.ok, result.message
