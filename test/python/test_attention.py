@@ -118,3 +118,18 @@ def test_a_tile_size_iree_rejects_falls_back_to_ireess_own(monkeypatch):
     assert art.compile_rung == "fast, IREE's tile sizes"
     result = compare(art(*args), fn(*args), tol=TOL)
     assert result.ok, result.message
+
+
+def test_a_bool_mask_on_torchs_math_path_masks():
+    """Heads shared by keys and values (Falcon's multi-query attention) take torch's math form,
+    which adds its mask: a bool mask must become 0/-inf first, not 0/1 (a wrong answer)."""
+    gen = torch.Generator().manual_seed(3)
+    q = torch.randn(1, 4, 8, 8, generator=gen)
+    k, v = (torch.randn(1, 1, 8, 8, generator=gen) for _ in range(2))
+    keep = torch.ones(8, 8, dtype=torch.bool).tril()[None, None]
+
+    def mqa(q, k, v, keep):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+    result = compare(lowerkit.compile(mqa, (q, k, v, keep))(q, k, v, keep), mqa(q, k, v, keep))
+    assert result.ok, result.message

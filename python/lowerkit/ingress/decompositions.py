@@ -357,6 +357,11 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
     )
     if whole:
         return NotImplemented
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        # the math kernel adds its mask: a bool one must first become 0 / -inf, as
+        # F.scaled_dot_product_attention makes it (added as 0/1 it was Falcon's wrong answer)
+        attn_mask = torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(
+            attn_mask.logical_not(), float("-inf"))
     return aten._scaled_dot_product_attention_math.default(
         query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale,
         enable_gqa=enable_gqa)[0]
