@@ -197,6 +197,25 @@ def render_compile_time(data: dict, path: str) -> str:
     return "\n\n".join(out) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- conv3d.py --json ------------------------------------------------------------------------------
+def render_conv3d(data: dict, path: str) -> str:
+    """ms a call of each contender, and lowerkit's speed against eager with and without the
+    split of 3-D convolutions by kernel depth."""
+    contenders = ("eager", "torch.compile", "lowerkit", "lowerkit, no split")
+    lines = ["| 3-D convolutions, batch 1, fp32 | " + " | ".join(f"{c} ms" for c in contenders)
+             + " | lowerkit × eager | no split × eager | error / scale |",
+             "| --- |" + " ---: |" * 7]
+    for r in data["cases"]:
+        ms = r["median_ms"]
+        lines.append(f"| {r['model']} | " + " | ".join(_num(ms.get(c)) for c in contenders)
+                     + f" | {_ratio(ms['eager'] / ms['lowerkit'])} | "
+                     + f"{_ratio(ms['eager'] / ms['lowerkit, no split'])} | "
+                     + f"{_num(max(r['error'].values()), 2)} |")
+    load = data["meta"].get("load_average_end") or [math.nan]
+    return ("\n".join(lines) + f"\n\nLoad average {_num(load[0], 2)} at the end of the run.\n\n"
+            + provenance(path, data["meta"]))
+
+
 # -- compile_cold.py --json ------------------------------------------------------------------------
 def render_compile_cold(data: dict, path: str) -> str:
     """Per model: seconds from compile to the first result (checked against eager) cold, warm,
@@ -565,6 +584,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
          " --json benchmarks/results/attention.json",),
         render_attention, torch_threads=2),
+    "conv3d": Block(
+        ("conv3d.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv3d.py"
+         " --json benchmarks/results/conv3d.json",),
+        render_conv3d, torch_threads=2),
     "gemm": Block(
         ("gemm.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"

@@ -24,8 +24,8 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   torch's math form materialises the ``[heads, L, L]`` scores (issue 22: 48x slower than eager
   at 4 heads x 1500), IREE's attention op never writes them out.
 
-* 3-D ``convolution`` (float32, static sizes, kernel depth over 1): one 2-D convolution per
-  kernel depth, over the output depths folded into the batch, summed. IREE 3.13 has no im2col
+* 3-D ``convolution`` (float32, static sizes): one 2-D convolution per kernel depth, over
+  the output depths folded into the batch, summed. IREE 3.13 has no im2col
   for ``linalg.conv_3d_ncdhw_fcdhw`` and runs it as a loop nest (a 64->64 3x3x3 conv over
   8x28x28, BatchNorm and ReLU: 4.2x eager's time); its 2-D convolutions take the data-tiled
   matmul path (or the per-tap form above).
@@ -230,7 +230,7 @@ def _convolution(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, paddi
     """``aten.convolution``: 3-D ones by kernel depth, 1-D and 2-D ones per tap."""
     if x.dim() == 5:
         if (transposed or x.dtype != torch.float32 or w.dtype != torch.float32
-                or not _static(x) or not _static(w) or w.shape[2] == 1):
+                or not _static(x) or not _static(w)):
             return NotImplemented
         stride, padding, dilation = (list(v) * (3 if len(v) == 1 else 1)
                                      for v in (stride, padding, dilation))
