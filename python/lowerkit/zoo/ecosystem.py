@@ -335,8 +335,10 @@ def timm_regnetx():
 
 
 # -- the registry ------------------------------------------------------------------------------------
-_NO_CACHE = "built with use_cache=False (the DynamicCache output is not supported yet)"
-_NO_CACHE_S2S = "built with use_cache=False (the EncoderDecoderCache output is not supported yet)"
+_NO_CACHE = ("built with use_cache=False: the prefill alone (a DynamicCache in and out: "
+             "test_transformers_caches.py)")
+_NO_CACHE_S2S = ("built with use_cache=False: the forward alone (an EncoderDecoderCache in and "
+                 "out: test_transformers_caches.py)")
 
 
 def _e(name: str, library: str, *tags: str, note: str = "", known: str = "") -> ZooModel:
