@@ -152,10 +152,11 @@ def test_two_host_cpus_never_share_an_entry(tmp_path, monkeypatch):
     assert hits == {"a": [False, True], "b": [False], "a-fewer-features": [False]}
     assert len(list(tmp_path.glob("*/*.lkc"))) == 3
     assert set(resolved) == {("--iree-llvmcpu-target-cpu=host",)}
-    # a named CPU does not depend on the machine: its key never asks
+    # a named CPU does not depend on the machine: its key never asks what the host is (the
+    # compile may ask iree-compile about the named CPU itself: its vector width, for tiles)
     resolved.clear()
     assert not lowerkit.compile(fn, args, cache=cache, target="cpu:x86-64").cache_hit
-    assert resolved == []
+    assert not [flags for flags in resolved if any(f.endswith("=host") for f in flags)], resolved
 
 
 def test_corrupted_entry_is_detected_and_recompiled(tmp_path):
