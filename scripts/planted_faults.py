@@ -36,6 +36,11 @@ class Fault:
 
 
 FAULTS = [
+    Fault("cache-fingerprint-shallow-objects", "the fingerprint reads a config object's type, not its values",
+          ["test/python/test_cache_fingerprint.py::test_anything_that_changes_results_is_traced_again"],
+          "python/lowerkit/ingress/fingerprint.py",
+          '        return f"{type(v).__module__}.{type(v).__qualname__}({fields})"',
+          '        return f"{type(v).__module__}.{type(v).__qualname__}()"'),
     Fault("sdpa-math-bool-mask-added", "torch's math SDPA adds a bool mask as 0/1 (Falcon's wrong answer)",
           ["test/python/test_attention.py::test_a_bool_mask_on_torchs_math_path_masks"],
           "python/lowerkit/ingress/decompositions.py",

@@ -12,15 +12,23 @@ from lowerkit.ingress.fingerprint import fingerprint
 SCALE = 2.0  # a flag at the top of the file a forward reads
 
 
+class Config:
+    """What `transformers` models hold: a plain object of settings."""
+
+    def __init__(self):
+        self.bias = 0.0
+
+
 class Scaled(torch.nn.Module):
     def __init__(self, shift: float = 0.5, act: str = "tanh"):
         super().__init__()
         self.lin = torch.nn.Linear(8, 8)
         self.shift = shift
         self.act = act
+        self.config = Config()
 
     def forward(self, x):
-        y = self.lin(x) * SCALE + self.shift
+        y = self.lin(x) * SCALE + self.shift + self.config.bias
         return torch.tanh(y) if self.act == "tanh" else torch.relu(y)
 
 
@@ -63,8 +71,9 @@ def shared_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("fingerprint-cache")
 
 
-@pytest.mark.parametrize("change", ["attribute", "string attribute", "file flag", "code",
-                                    "input shape", "input dtype", "training", "decompositions"])
+@pytest.mark.parametrize("change", ["attribute", "string attribute", "config", "file flag",
+                                    "code", "input shape", "input dtype", "training",
+                                    "decompositions"])
 def test_anything_that_changes_results_is_traced_again(shared_cache, monkeypatch, change):
     tmp_path = shared_cache
     torch.manual_seed(0)
@@ -74,6 +83,8 @@ def test_anything_that_changes_results_is_traced_again(shared_cache, monkeypatch
         model.shift = 1.5
     elif change == "string attribute":
         model.act = "relu"
+    elif change == "config":
+        model.config.bias = 0.25
     elif change == "file flag":
         monkeypatch.setattr(__import__(__name__), "SCALE", -1.0)
     elif change == "code":

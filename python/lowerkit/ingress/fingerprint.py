@@ -59,17 +59,18 @@ def _function(fn: Any, out: list) -> None:
         out.append(_value(cell.cell_contents, strict=False))
 
 
-def _value(v: Any, strict: bool = True) -> str:
-    """A stable text for an attribute's value; `_Unreadable` when ``strict`` and unknown."""
+def _value(v: Any, strict: bool = True, depth: int = 0) -> str:
+    """A stable text for an attribute's value; `_Unreadable` when ``strict`` and unknown. A
+    plain object (a model's config) is read through its attributes, a few levels deep."""
     if isinstance(v, _PLAIN):
         return repr(v)
     if isinstance(v, (torch.dtype, torch.device, torch.Size, torch.memory_format, enum.Enum)):
         return repr(v)
     if isinstance(v, (tuple, list, set, frozenset)):
         items = sorted(map(repr, v)) if isinstance(v, (set, frozenset)) else v
-        return f"{type(v).__name__}[{','.join(_value(x, strict) for x in items)}]"
+        return f"{type(v).__name__}[{','.join(_value(x, strict, depth) for x in items)}]"
     if isinstance(v, dict):
-        return "{" + ",".join(f"{_value(k, strict)}:{_value(x, strict)}"
+        return "{" + ",".join(f"{_value(k, strict, depth)}:{_value(x, strict, depth)}"
                               for k, x in v.items()) + "}"
     if isinstance(v, (types.FunctionType, types.MethodType, types.BuiltinFunctionType)) \
             or type(v).__name__ in ("OpOverload", "OpOverloadPacket"):
@@ -78,6 +79,11 @@ def _value(v: Any, strict: bool = True) -> str:
         return hashlib.sha256(repr(out).encode()).hexdigest()
     if isinstance(v, type):
         return f"class {v.__module__}.{v.__qualname__}"
+    if (depth < 3 and hasattr(v, "__dict__") and not isinstance(v, (torch.Tensor, torch.nn.Module))
+            and not callable(v)):
+        fields = ",".join(f"{k}={_value(x, strict, depth + 1)}"
+                          for k, x in sorted(vars(v).items(), key=lambda kv: kv[0]))
+        return f"{type(v).__module__}.{type(v).__qualname__}({fields})"
     if strict:
         raise _Unreadable(type(v).__name__)
     return f"<{type(v).__module__}.{type(v).__qualname__}>"
