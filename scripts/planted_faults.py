@@ -36,6 +36,11 @@ class Fault:
 
 
 FAULTS = [
+    Fault("pad-windows-unfenced", "windows sliced out of a pad are fused with their readers on Vulkan (the TCN's wrong answer)",
+          ["test/python/test_vulkan.py::test_wide_pad_of_a_computed_tensor"],
+          "python/lowerkit/passes/pad_fence.py",
+          "        if slices:\n",
+          "        if False:\n"),
     Fault("cache-fingerprint-shallow-objects", "the fingerprint reads a config object's type, not its values",
           ["test/python/test_cache_fingerprint.py::test_anything_that_changes_results_is_traced_again"],
           "python/lowerkit/ingress/fingerprint.py",

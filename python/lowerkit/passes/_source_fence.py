@@ -49,3 +49,17 @@ def fence_source(op: Any, index: int = 0) -> bool:
                                       results=[source.type], operands=[source])
     op.operands[index] = barrier.results[0]
     return True
+
+
+def fence_result(op: Any) -> bool:
+    """Make every reader of ``op``'s (single) result read it through a barrier, so that ``op``
+    writes it in a dispatch of its own; returns whether it had readers."""
+    ir = ir_of(op)
+    result = op.results[0]
+    if not list(result.uses):
+        return False
+    with ir.InsertionPoint.after(op), op.location:
+        barrier = ir.Operation.create("util.optimization_barrier",
+                                      results=[result.type], operands=[result])
+    result.replace_all_uses_except(barrier.results[0], barrier)
+    return True
