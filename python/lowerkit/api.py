@@ -127,7 +127,8 @@ def compile_imported(
         DumpInstrument(dump_dir) if dump_dir is not None else None)
     if dump is None:
         # a cached entry may lack the phases: asking for them compiles
-        store = resolve_cache(cache) if not instruments and not iree_phases else None
+        resolved = resolve_cache(cache)
+        store = resolved if not instruments and not iree_phases else None
         known = None
         if store is not None and fingerprint is not None:
             known = fingerprint(recipe_key(pipe, target, iree_flags))
@@ -140,7 +141,7 @@ def compile_imported(
         art = _compile(load, target, pipe, None, instruments, iree_flags, store, device,
                        iree_phases, known)
         if store is None:
-            art.cache_note = ("off" if resolve_cache(cache) is None
+            art.cache_note = ("off" if resolved is None
                               else "off: instruments or IREE's phases asked for")
         return art
     instruments.append(dump)
