@@ -385,13 +385,15 @@ def render_fuzz(data: dict, path: str) -> str:
                                   else str(c[k]) for k in VERDICTS) + " |")
     header = data["header"]
     stopped = data.get("stopped_after")
-    ran = (f"the first {stopped} programs only (the run was stopped there, short of the "
+    ran = (f"{stopped} programs only (the run was stopped there, short of the "
            f"{header['examples']} it was started for)" if stopped
            else f"{header['examples']} generated programs")
-    text = (f"Seed {header['seed']}, {ran}, each run on every target "
+    journals = data["journal"] if isinstance(data["journal"], list) else [data["journal"]]
+    shards = (f", in {len(journals)} shards run side by side" if len(journals) > 1 else "")
+    text = (f"Seed {header['seed']}, {ran}, each run on every target{shards} "
             f"({_num(data['seconds'] / 60, 2)} min); the journal, with each "
-            f"program's source, is `benchmarks/results/{data['journal']}` "
-            f"(`lowerkit fuzz --replay` runs its failures again).")
+            f"program's source, is " + ", ".join(f"`benchmarks/results/{j}`" for j in journals)
+            + " (`lowerkit fuzz --replay` runs its failures again).")
     failures = [f"- program {f['n']} on `{f['target']}`, {f['kind']}: "
                 f"{f['message'].splitlines()[0][:160]}" for f in data["failures"]]
     if failures:
