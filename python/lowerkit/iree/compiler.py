@@ -222,12 +222,15 @@ def compile_to_vmfb(
     graphs name layers after them).
     """
     rungs = ladder(target.compile_flags())
+    if "cuda" in target.backend.split("+"):
+        rungs.append((CUDA_REDUCTION_RUNG, ()))
     first: StageError | None = None
     at = 0
     while at < len(rungs):
         rung, dropped = rungs[at]
         try:
-            result = _compile_once(bytecode, target, extra_flags, dropped, phases_dir,
+            result = _compile_once(bytecode, target, (*extra_flags, *RUNG_FLAGS.get(rung, ())),
+                                   dropped, phases_dir,
                                    executables_dir, print_passes_dir, elide, timeout, phases,
                                    debug_info)
         except UnsupportedError:
@@ -292,6 +295,11 @@ LADDER = (
                         "--iree-llvmcpu-enable-ukernels=all", "--iree-opt-data-tiling")),
     ("IREE defaults", CPU_SPEED_FLAGS),
 )
+# CUDA's second rung: IREE 3.13's reduction pipeline for NVIDIA GPUs "failed to distribute"
+# any reduction of 64-bit elements (an int64 sum, or torch-mlir's var_mean in f64, hence every
+# LayerNorm); its older per-dispatch pipeline compiles them, in their own dtype.
+CUDA_REDUCTION_RUNG = "no reduction vector distribution"
+RUNG_FLAGS = {CUDA_REDUCTION_RUNG: ("--iree-codegen-llvmgpu-use-reduction-vector-distribution=false",)}
 _WARNED: set[str] = set()
 
 
@@ -313,7 +321,7 @@ def _warn_rung(rung: str, error: StageError) -> None:
     _WARNED.add(rung)
     import warnings
 
-    warnings.warn(f"iree-compile rejected lowerkit's fast CPU configuration ({error.summary}); "
+    warnings.warn(f"iree-compile rejected lowerkit's fast configuration ({error.summary}); "
                   f"compiled with the safer rung '{rung}' (Artifact.compile_rung); the program "
                   f"may run slower. The failure replays with: {error.command}", stacklevel=3)
 
