@@ -402,6 +402,27 @@ def render_fuzz(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + text + "\n\n" + provenance(path, data["meta"])
 
 
+def render_cuda_weights(data: dict, path: str) -> str:
+    """Per zoo model compiled here for a GPU and run there: its rung, its weights as
+    parameters, and each check against eager (error / scale)."""
+    names = ("irpa", "other checkpoint", "changed in place")
+    lines = ["| model | rung | weights | " + " | ".join(names) + " |",
+             "| --- | --- | ---: |" + " ---: |" * len(names)]
+    for r in data["models"]:
+        if not r.get("compiled", True) or "checks" not in r:
+            lines.append(f"| {r['model']} | ✗ {r.get('error', 'not compiled')[:80]} | | | | |")
+            continue
+        cells = [("✓ " if c["ok"] else "✗ ") + _num(c["max_rel_error"], 2)
+                 if (c := r["checks"].get(n)) else "-" for n in names]
+        lines.append(f"| {r['model']} | {r['rung']} | {r['parameters']} | " + " | ".join(cells) + " |")
+    meta = data["meta"]
+    text = (f"{data['passed']} of {data['total']} zoo models match eager on {meta['ran_on']} "
+            f"(`{data['target']}`, run with torch {meta['torch_there']} and iree-base-runtime "
+            f"there; compiled here with torch {meta['torch_here']}). Each cell is the largest "
+            "error against the output's scale; '-': a model without weights.")
+    return "\n".join(lines) + "\n\n" + text + "\n\n" + provenance(path, meta)
+
+
 def render_ecosystem(data: dict, path: str) -> str:
     """Per ecosystem model: the host check (stage reached, rung, error / scale, compile s) and
     the rung per named CPU; then the counts and the rungs used."""
@@ -577,6 +598,12 @@ BLOCKS: dict[str, Block] = {
          " --target cpu,vulkan:llvmpipe,vulkan --json benchmarks/results/fuzz.json"
          " --timeout 2700",),
         render_fuzz),
+    "cuda-weights": Block(
+        ("cuda-weights.json",),
+        (".venv/bin/python benchmarks/cuda_weights.py prepare --target cuda:sm_90 --dir DIR",
+         "python3 benchmarks/cuda_weights.py run --dir DIR --json benchmarks/results/cuda-weights.json"
+         "  # on the GPU machine",),
+        render_cuda_weights),
     "ecosystem": Block(
         ("ecosystem-cpu.json",),
         (".venv/bin/python benchmarks/ecosystem.py --json benchmarks/results/ecosystem-cpu.json",),

@@ -72,3 +72,19 @@ def test_gpu_targets_have_one_rung():
     assert [n for n, _ in compiler.ladder(lowerkit.Target.parse("vulkan").compile_flags())] == \
         ["fast"]
     assert len(compiler.ladder(lowerkit.Target.parse("cpu").compile_flags())) == 5
+
+
+@pytest.mark.parametrize("program", ["layer_norm", "int64_sum"])
+def test_cuda_compiles_64_bit_reductions_on_its_second_rung(monkeypatch, program):
+    """IREE 3.13's CUDA reduction pipeline fails to distribute a reduction of 64-bit elements:
+    an int64 sum, and torch-mlir's var_mean in f64 (every LayerNorm). The second rung compiles
+    them (compiled only: no GPU here; benchmarks/cuda_weights.py runs them on one)."""
+    monkeypatch.setattr(compiler, "_WARNED", set())
+    model, args = {"layer_norm": (torch.nn.LayerNorm(64).eval(), (torch.randn(2, 8, 64),)),
+                   "int64_sum": (lambda m: (m.long() * 3).sum(-1), (torch.rand(4, 32) > 0.5,))
+                   }[program]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        art = lowerkit.compile(model, args, target="cuda:sm_80", cache=False)
+    assert art.compile_rung == compiler.CUDA_REDUCTION_RUNG
+    assert any(f"'{compiler.CUDA_REDUCTION_RUNG}'" in str(w.message) for w in caught)
