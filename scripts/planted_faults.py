@@ -217,7 +217,7 @@ FAULTS = [
     Fault("cuda-one-rung", "a CUDA target has no rung without IREE's reduction vector distribution",
           ["test/python/test_compile_ladder.py::test_cuda_compiles_64_bit_reductions_on_its_second_rung"],
           "python/lowerkit/iree/compiler.py",
-          "        rungs.append((CUDA_REDUCTION_RUNG, ()))\n", ""),
+          "        rungs.append((CUDA_REDUCTION_RUNG, ()))\n", "        pass\n"),
     Fault("ladder-off", "a rejected fast configuration fails instead of trying a safer one",
           ["test/python/test_compile_ladder.py::test_each_rung_compiles_what_the_faster_ones_rejected",
            "test/python/test_backend.py::test_training_with_changing_batch_sizes_runs_every_graph_in_lowerkit"],
