@@ -36,6 +36,9 @@ The stages, in torch-mlir's MLIR build:
    (torch-mlir only lowers the batched form; after the contract, which makes more poolings,
    e.g. of ``adaptive_max_pool2d``), and max pooling whose indices are used at a batch of one
    as a batch of two (IREE cannot compile torch-mlir's indices at batch one);
+- ``flatten-dynamic-views``: a view merging dynamic dims (``x.view(-1, c)`` of ``[?, ?, c]``)
+   as ``aten.flatten`` (torch-mlir's lowering of the view assumed the second dim was 1: a
+   silent wrong answer);
 - ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
    which IREE takes as input;
 - ``fold-empty-contractions``: a matmul over a zero-length dimension is its zero init
@@ -77,6 +80,7 @@ def build_pipeline() -> Pipeline:
                 "torchdynamo-export-to-torch-backend-pipeline{backend-legal-ops=aten.scaled_dot_product_attention}",
             ),
             registry.passes.get("batch-unbatched-pooling"),
+            registry.passes.get("flatten-dynamic-views"),
             PassPipelineStage(
                 "linalg-on-tensors",
                 "torch-backend-to-linalg-on-tensors-backend-pipeline",

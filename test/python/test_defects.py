@@ -364,3 +364,35 @@ def test_depthwise_convs_on_the_portable_vulkan_target(conv):
     x = torch.randn(2, 4, *([9] * (conv.weight.dim() - 2)))
     with torch.no_grad():
         _check(conv.eval(), x, target="vulkan")
+
+
+class _MergedDynamicDims(torch.nn.Module):
+    """Linear layers over a batch and a sequence that are both dynamic: ``view(b * t, c)``
+    of the input, and of heads transposed and back (sizes read off another tensor)."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.o = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        h = self.q(x).view(b, t, 4, 4).transpose(1, 2)
+        return self.o(h.transpose(1, 2).reshape(b * t, c)).view(b, t, c).tanh()
+
+
+def test_views_merging_dynamic_dims():
+    """torch-mlir lowered ``view(b * t, c)`` of a ``[?, ?, c]`` tensor as if ``t`` were 1: a
+    runtime check failed, or, with every dim dynamic, a silent wrong answer (torch-mlir's e2e
+    ``BatchMlpLayerModule_basic``: 0.85 off). `flatten-dynamic-views` makes each a flatten."""
+    from torch.export import Dim
+
+    torch.manual_seed(0)
+    batch_mlp = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Tanh())
+    for model, x, dims in ((batch_mlp, torch.rand(7, 5, 3), (0, 1, 2)),
+                           (_MergedDynamicDims(), torch.rand(2, 6, 16), (0, 1))):
+        art = lowerkit.compile(model, (x,), dynamic_shapes=({d: Dim.AUTO for d in dims},),
+                               cache=False)
+        for lead in ((7, 5), (3, 4), (1, 9)):
+            y = torch.rand(*lead, x.shape[-1])
+            result = compare(art(y), model(y))
+            assert result.ok, f"{type(model).__name__} at {tuple(y.shape)}: {result.message}"

@@ -20,6 +20,7 @@ PASSES = {
     "crop-negative-pad": "negative_pad",
     "keep-nan-self-compare": "self_compare",
     "normalize-unit-slices": "unit_slices",
+    "flatten-dynamic-views": "dynamic_views",
     "fold-empty-contractions": "empty_contractions",
     "round-f64-constants": "f64_constants",
     "widen-narrow-io": "narrow_io",
