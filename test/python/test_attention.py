@@ -133,3 +133,40 @@ def test_a_bool_mask_on_torchs_math_path_masks():
 
     result = compare(lowerkit.compile(mqa, (q, k, v, keep))(q, k, v, keep), mqa(q, k, v, keep))
     assert result.ok, result.message
+
+
+def _masked_attentions(q, k, v, keep, neg_inf, per_batch, q2, k2, v2, padded):
+    """Masks as real programs write them: a bool one with rows whose every key is masked
+    (eager's safe softmax gives 0 there), a float one holding -inf, one broadcast over the
+    heads (``[B, 1, L, S]``), and a left-padding mask over 256 keys whose first 128 are
+    masked (a whole tile of the CPU's online softmax), bool and -inf."""
+    return (F.scaled_dot_product_attention(q, k, v, attn_mask=keep),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=neg_inf),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=per_batch),
+            F.scaled_dot_product_attention(q2, k2, v2, attn_mask=padded),
+            F.scaled_dot_product_attention(q2, k2, v2, attn_mask=torch.zeros(
+                padded.shape).masked_fill(~padded, float("-inf"))))
+
+
+@pytest.mark.parametrize("target", [
+    "cpu", pytest.param("vulkan:llvmpipe", marks=pytest.mark.skipif(
+        "vulkan" not in usable_drivers(), reason="IREE's vulkan driver opens no device here"))])
+def test_masks_as_eager_reads_them(target):
+    """torch-mlir's e2e ``ScaledDotProductAttentionBoolMaskModule_basic`` gave NaN and
+    ``...MaskModule_basic`` (a ``[2, 1, 8, 12]`` mask) was 0.65 of its scale off on the CPU."""
+    torch.manual_seed(0)
+    q, k = torch.randn(2, 3, 8, 16), torch.randn(2, 3, 12, 16)
+    v = torch.randn(2, 3, 12, 20)  # a value width other than the query's
+    keep = torch.rand(2, 3, 8, 12) > 0.5
+    keep[0, 1, 3] = keep[1, 2, 7] = False  # every key masked
+    neg_inf = torch.zeros(2, 3, 8, 12).masked_fill(~keep, float("-inf"))
+    q2, k2, v2 = torch.randn(1, 2, 4, 16), torch.randn(1, 2, 256, 16), torch.randn(1, 2, 256, 16)
+    padded = torch.ones(1, 1, 4, 256, dtype=torch.bool)
+    padded[..., :128] = False
+    padded = padded.expand(1, 2, 4, 256).contiguous()
+    args = (q, k, v, keep, neg_inf, torch.randn(2, 1, 8, 12), q2, k2, v2, padded)
+    expected = _masked_attentions(*args)
+    assert not any(torch.isnan(e).any() for e in expected)  # eager: 0 for the masked rows
+    art = lowerkit.compile(_masked_attentions, args, target=target, cache=False)
+    result = compare(art(*args), expected, tol=TOL)
+    assert result.ok, result.message

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from typing import Any, Callable
 
 import torch
@@ -337,13 +338,21 @@ def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None) -> Any:
     return mean + std * noise
 
 
+_SDPA_MASK_READY = threading.local()
+_SDPA_MASK_READY.on = False
+
+
 def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Any = None,
           dropout_p: float = 0.0, is_causal: bool = False, *, scale: Any = None,
           enable_gqa: bool = False) -> Any:
     """``scaled_dot_product_attention`` kept whole (``NotImplemented``) where torch-mlir turns
     it into one ``tm_tensor.attention`` (`passes/attention.py` gives each target its form);
     torch's own math decomposition otherwise (dropout, a mask together with ``is_causal``,
-    a mask of another rank, grouped heads, dtypes other than float32, dynamic shapes)."""
+    a mask of another rank, grouped heads, dtypes other than float32, dynamic shapes).
+
+    A mask reaches the kept op additive (a bool one as 0 / -inf), and a row whose every key is masked is set to 0 after, as eager's safe
+    softmax gives it: IREE's attention gave NaN there (torch-mlir's e2e
+    ``ScaledDotProductAttentionBoolMaskModule_basic``)."""
     tensors = [query, key, value] + ([attn_mask] if attn_mask is not None else [])
     whole = (
         dropout_p == 0.0 and not (is_causal and attn_mask is not None) and not enable_gqa
@@ -356,7 +365,22 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
         and all(t.numel() > 0 for t in tensors)
     )
     if whole:
-        return NotImplemented
+        if attn_mask is None or getattr(_SDPA_MASK_READY, "on", False):
+            return NotImplemented
+        if attn_mask.dtype == torch.bool:
+            dead = attn_mask.logical_not().all(-1, keepdim=True)
+            additive = torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(
+                attn_mask.logical_not(), float("-inf"))
+        else:
+            dead = torch.isneginf(attn_mask).all(-1, keepdim=True)
+            additive = attn_mask
+        _SDPA_MASK_READY.on = True  # the call below is the op kept whole, not decomposed again
+        try:
+            out = aten.scaled_dot_product_attention.default(query, key, value, additive, 0.0,
+                                                             False, scale=scale)
+        finally:
+            _SDPA_MASK_READY.on = False
+        return out.masked_fill(dead, 0.0)
     if attn_mask is not None and attn_mask.dtype == torch.bool:
         # the math kernel adds its mask: a bool one must first become 0 / -inf, as
         # F.scaled_dot_product_attention makes it (added as 0/1 it was Falcon's wrong answer)

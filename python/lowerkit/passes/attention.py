@@ -115,14 +115,33 @@ def _float(value: float, element: str) -> str:
 _MAPS5 = "(d0, d1, d2, d3, d4) -> "
 
 
+def _computed_from_indices(value: Any) -> bool:
+    """Whether a mask is computed from loop indices alone (a causal mask: a ``linalg`` op
+    without inputs, maybe reshaped), which its attention dispatch computes as it goes."""
+    owner = value.owner
+    while getattr(owner, "name", None) in ("tensor.collapse_shape", "tensor.expand_shape"):
+        owner = owner.operands[0].owner
+    if getattr(owner, "name", "") not in ("linalg.generic", "linalg.fill"):
+        return False
+    segments = owner.attributes["operandSegmentSizes"] if "operandSegmentSizes" in \
+        owner.attributes else None
+    if owner.name == "linalg.fill":
+        return True
+    return segments is not None and list(segments)[0] == 0
+
+
 def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: list[list[int]],
-                  scale: float, tiles: tuple[int, int, int], loc: str) -> str:
+                  scale: float, tiles: tuple[int, int, int], loc: str,
+                  fuse_mask: bool = True) -> str:
     """A private function: keys transposed, then the attention op with ``compilation_info``;
     IREE inlines it. Barriers keep the op's operands and result as they are here: dispatch
     formation would otherwise fold the transpose back, or fold reshapes around the op into it
     (a grouped-query ``repeat_interleave`` split the batch dim: six loops where the tile sizes
     name five, and vectors over IREE's limit; `llama_tiny_prefill`). The mask keeps its
-    producer (a causal mask is computed inside the attention dispatch, never stored)."""
+    producer when it is computed from indices alone (a causal mask: computed inside the
+    attention dispatch, never stored); any other mask is read from memory (``fuse_mask``
+    False): a broadcast fused in was 0.65 of the output's scale off (a ``[B, 1, L, S]`` mask,
+    torch-mlir's e2e ``ScaledDotProductAttentionMaskModule_basic``)."""
     (b, m, d), (_, s, _), (_, _, n) = shapes[:3]
     kt = f"tensor<{b}x{d}x{s}x{element}>"
     dm, vm, vk = tiles
@@ -138,7 +157,7 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
     if len(types) == 4:
         maps.append(f"affine_map<{_MAPS5}(d0, d1, d4)>")
         args.append("%mask")
-        ins.append("%mask")
+        ins.append("%mask" if fuse_mask else "%maskb")
         in_types.append(types[3])
     maps.append(f"affine_map<{_MAPS5}(d0, d1, d2)>")
     params = ", ".join(f"{a}: {t}" for a, t in zip(args, types))
@@ -149,6 +168,7 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
   %ktb = util.optimization_barrier %kt : {kt} {loc}
   %qb = util.optimization_barrier %q : {types[0]} {loc}
   %vb = util.optimization_barrier %v : {types[2]} {loc}
+{"" if fuse_mask or len(types) < 4 else f"  %maskb = util.optimization_barrier %mask : {types[3]} {loc}"}
   %o0 = tensor.empty() : {out} {loc}
   %o = iree_linalg_ext.attention <indexing_maps = [{", ".join(maps)}]> {{compilation_info = {info}}} ins({", ".join(ins)} : {", ".join(in_types)}) outs(%o0 : {out}) {{
   ^bb0(%a: f32 {loc}):
@@ -237,7 +257,8 @@ def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS) -> in
             tiles = cpu_tiles(m, s, d, limit)
             if element != "f32" or tiles is None:
                 continue
-            text = _cpu_function(name, types, out, element, shapes, scale, tiles, loc)
+            text = _cpu_function(name, types, out, element, shapes, scale, tiles, loc,
+                                 fuse_mask=len(inputs) < 4 or _computed_from_indices(inputs[3]))
         else:
             if element not in ("f32", "f16"):
                 continue
