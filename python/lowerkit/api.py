@@ -214,6 +214,7 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     records += done.records
     module = done.module
 
+    iree_flags = (*iree_flags, *compiler.dynamic_shape_flags(imported.signature, target))
     start = time.perf_counter()
     bytecode = bridge.to_iree_bytecode(module)
     serialise = time.perf_counter() - start

@@ -396,3 +396,26 @@ def test_views_merging_dynamic_dims():
             y = torch.rand(*lead, x.shape[-1])
             result = compare(art(y), model(y))
             assert result.ok, f"{type(model).__name__} at {tuple(y.shape)}: {result.message}"
+
+
+class _TrainingBatchNorm(torch.nn.Module):
+    def forward(self, x, w, b):
+        return torch.ops.aten.native_batch_norm(x, w, b, None, None, training=True,
+                                                momentum=0.1, eps=1e-5)
+
+
+def test_training_batch_norm_over_dynamic_shapes():
+    """IREE's aggressive fusion (O3) computed the normalised output 2.5 off, its mean and
+    variance right, with every dim dynamic on llvm-cpu (torch-mlir's e2e
+    ``NativeBatchNorm2DTrainingModule_basic``): such programs compile without it."""
+    from torch.export import Dim
+
+    torch.manual_seed(0)
+    model = _TrainingBatchNorm()
+    args = (torch.rand(2, 5, 2, 3), torch.rand(5), torch.rand(5))
+    art = lowerkit.compile(model, args, dynamic_shapes=({d: Dim.AUTO for d in range(4)},
+                                                        {0: Dim.AUTO}, {0: Dim.AUTO}), cache=False)
+    for shape in ((2, 5, 2, 3), (3, 4, 5, 2)):
+        call = (torch.rand(*shape), torch.rand(shape[1]), torch.rand(shape[1]))
+        result = compare(art(*call), model(*call))
+        assert result.ok, f"{shape}: {result.message}"

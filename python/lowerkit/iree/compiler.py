@@ -16,6 +16,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from typing import Any
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,6 +252,18 @@ def compile_to_vmfb(
             _warn_rung(rung, first)
         return result
     raise AssertionError("unreachable: the last rung returns or raises")
+
+
+# IREE 3.13's aggressive fusion (part of --iree-opt-level=O3) fuses a training-mode batch norm
+# over dynamic shapes wrongly on llvm-cpu: its normalised output was 2.5 off, its mean and
+# variance right (torch-mlir's e2e NativeBatchNorm2DTrainingModule_basic, every dim dynamic).
+DYNAMIC_SHAPE_CPU_FLAGS = ("--iree-dispatch-creation-enable-aggressive-fusion=false",)
+
+
+def dynamic_shape_flags(signature: Any, target: Target) -> tuple[str, ...]:
+    """`DYNAMIC_SHAPE_CPU_FLAGS` for a llvm-cpu program with a dynamic input dim."""
+    dynamic = any(isinstance(d, str) for spec in signature.tensor_inputs for d in spec.shape)
+    return DYNAMIC_SHAPE_CPU_FLAGS if dynamic and "llvm-cpu" in target.backend.split("+") else ()
 
 
 def op_config_flags(bytecode: bytes, target: Target) -> tuple[str, ...]:
