@@ -419,3 +419,21 @@ def test_training_batch_norm_over_dynamic_shapes():
         call = (torch.rand(*shape), torch.rand(shape[1]), torch.rand(shape[1]))
         result = compare(art(*call), model(*call))
         assert result.ok, f"{shape}: {result.message}"
+
+
+def test_uint8_math_over_dynamic_shapes():
+    """`widen-unsigned` wrote a dynamic dim's type as ``None`` and failed to parse it (six
+    uint8 tests of torch-mlir's e2e suite through ``lowerkit.compile``)."""
+    from torch.export import Dim
+
+    def f(a, b):
+        return torch.div(a, b), (a * 3 + b) // 2
+
+    dyn = {0: Dim.AUTO, 1: Dim.AUTO}
+    gen = torch.Generator().manual_seed(0)
+    pair = [torch.randint(1, 255, (3, 4), generator=gen).to(torch.uint8) for _ in range(2)]
+    art = lowerkit.compile(f, tuple(pair), dynamic_shapes=(dyn, dyn), cache=False)
+    for shape in ((3, 4), (5, 2)):
+        a, b = (torch.randint(1, 255, shape, generator=gen).to(torch.uint8) for _ in range(2))
+        result = compare(art(a, b), f(a, b))
+        assert result.ok, f"{shape}: {result.message}"

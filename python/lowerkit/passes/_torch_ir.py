@@ -23,10 +23,12 @@ def vtensor(value: Any) -> tuple[list[int | None], str] | None:
     return dims, m.group(2)
 
 
-def vtensor_type(shape: list[int], dtype: str) -> Any:
+def vtensor_type(shape: list[int | None], dtype: str) -> Any:
+    """``!torch.vtensor`` of ``shape`` (None: a dynamic dim) and ``dtype``."""
     from torch_mlir import ir
 
-    return ir.Type.parse(f"!torch.vtensor<[{','.join(str(d) for d in shape)}],{dtype}>")
+    dims = ",".join("?" if d is None else str(d) for d in shape)
+    return ir.Type.parse(f"!torch.vtensor<[{dims}],{dtype}>")
 
 
 def owner_name(value: Any) -> str | None:

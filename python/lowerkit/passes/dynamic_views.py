@@ -90,13 +90,6 @@ def _runs(shape: list[int | None], sizes: list[list[int] | int], order: range) -
     return groups
 
 
-def _type(shape: list[int | None], dtype: str) -> Any:
-    from torch_mlir import ir
-
-    dims = ",".join("?" if d is None else str(d) for d in shape)
-    return ir.Type.parse(f"!torch.vtensor<[{dims}],{dtype}>")
-
-
 def _rewrite(op: Any) -> list[Any] | None:
     x, sizes_v = op.operands[0], op.operands[1]
     src = t.vtensor(x)
@@ -121,7 +114,7 @@ def _rewrite(op: Any) -> list[Any] | None:
             merged = None if merged is None or current[d] is None else merged * current[d]
         current = current[:start] + [merged] + current[end + 1:]
         value = t.make_op("torch.aten.flatten.using_ints",
-                          [value, t.make_int(start), t.make_int(end)], _type(current, dtype))
+                          [value, t.make_int(start), t.make_int(end)], t.vtensor_type(current, dtype))
     if str(value.type) != str(op.results[0].type):  # the view's own (maybe better) type
         value = t.make_op("torch.tensor_static_info_cast", [value], op.results[0].type)
     return [value]
