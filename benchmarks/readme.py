@@ -323,7 +323,8 @@ def render_e2e(data: dict, path: str) -> str:
     if guard:
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(guard.get("by_outcome", {}).items()))
         extra.append(f"`torch.export` refuses {guard['count']} of these tests with "
-                     f"`GuardOnDataDependentSymNode`; through the backend: {outcomes}.")
+                     f"`GuardOnDataDependentSymNode`; through "
+                     f"{'the backend' if via == 'backend' else '`lowerkit.compile`'}: {outcomes}.")
     return "\n".join(lines) + "\n\n" + " ".join(extra) + "\n\n" + provenance(path, data["meta"])
 
 
