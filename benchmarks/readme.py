@@ -424,6 +424,19 @@ def render_cuda_weights(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + text + "\n\n" + provenance(path, meta)
 
 
+def render_import_trace(data: dict, path: str) -> str:
+    """torch-import's two traces per model (medians), and the one-trace alternative."""
+    cols = ("export", "decompose", "decompose, torch-mlir's table only", "one trace")
+    lines = ["| model | " + " | ".join(f"{c} s" for c in cols) + " | ops exported → decomposed |",
+             "| --- |" + " ---: |" * (len(cols) + 1)]
+    for r in data["models"]:
+        t = r["median_s"]
+        lines.append(f"| {r['model']} | " + " | ".join(_num(t[c], 2) for c in cols)
+                     + f" | {r['ops']['export']} → {r['ops']['decompose']} |")
+    return ("\n".join(lines) + f"\n\nMedians of {data['repeats']}, interleaved; read across a "
+            "row (the host was shared).\n\n" + provenance(path, data["meta"]))
+
+
 def render_ecosystem(data: dict, path: str) -> str:
     """Per ecosystem model: the host check (stage reached, rung, error / scale, compile s) and
     the rung per named CPU; then the counts and the rungs used."""
@@ -599,6 +612,11 @@ BLOCKS: dict[str, Block] = {
          " --target cpu,vulkan:llvmpipe,vulkan --json benchmarks/results/fuzz.json"
          " --timeout 2700",),
         render_fuzz),
+    "import-trace": Block(
+        ("import-trace.json",),
+        (".venv/bin/python benchmarks/import_trace.py resnet50 mobilenet_v2 bert_small gpt2_small"
+         " --json benchmarks/results/import-trace.json",),
+        render_import_trace),
     "cuda-weights": Block(
         ("cuda-weights.json",),
         (".venv/bin/python benchmarks/cuda_weights.py prepare --target cuda:sm_90 --dir DIR",
