@@ -179,10 +179,7 @@ class Artifact:
                 self.state = outputs[n_outputs:]
                 outputs = outputs[:n_outputs]
         for index, value in zip(mutated, outputs):  # in-place changes, as eager makes them
-            leaf = _tensor_leaf(args, kwargs, index)
-            if leaf.shape != value.shape:  # an out= argument eager resizes (arange(out=x))
-                leaf.resize_(value.shape)
-            leaf.copy_(value)
+            _tensor_leaf(args, kwargs, index).copy_(value)
         return self.signature.unflatten_outputs(
             outputs[len(mutated):], tensors if self.signature.sizes_out else None)
 
