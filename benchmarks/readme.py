@@ -609,8 +609,8 @@ BLOCKS: dict[str, Block] = {
     "fuzz": Block(
         ("fuzz.json",),
         (".venv/bin/python benchmarks/fuzz_campaign.py --examples 2000 --seed 2111"
-         " --target cpu,vulkan:llvmpipe,vulkan --json benchmarks/results/fuzz.json"
-         " --timeout 2700",),
+         " --target cpu,vulkan:llvmpipe,vulkan --shards 2 --json benchmarks/results/fuzz.json"
+         " [--resume] [--timeout SECONDS]",),
         render_fuzz),
     "import-trace": Block(
         ("import-trace.json",),
