@@ -437,3 +437,18 @@ def test_uint8_math_over_dynamic_shapes():
         a, b = (torch.randint(1, 255, shape, generator=gen).to(torch.uint8) for _ in range(2))
         result = compare(art(a, b), f(a, b))
         assert result.ok, f"{shape}: {result.message}"
+
+
+def test_an_out_argument_of_another_shape_is_refused_clearly():
+    """``torch.arange(1, 13, out=x)`` of a ``[3, 4]`` x: eager keeps x's shape and returns x;
+    the compiled program's result is ``[12]``. Copying it back raised a bare RuntimeError at
+    the call (torch-mlir's e2e ``ArangeStartOutViewModule_basic``); the compile says why."""
+    def arange_into(x):
+        return torch.arange(start=1, end=13, out=x)
+
+    with pytest.raises(lowerkit.errors.IngressError, match=r"input #0 in place to shape \[12\]"):
+        lowerkit.compile(arange_into, (torch.zeros(3, 4, dtype=torch.int64),), cache=False)
+    x = torch.zeros(12, dtype=torch.int64)  # the result's shape: compiled and written back
+    art = lowerkit.compile(arange_into, (x.clone(),), cache=False)
+    mine = torch.zeros(12, dtype=torch.int64)
+    assert torch.equal(art(mine), arange_into(x)) and torch.equal(mine, x)

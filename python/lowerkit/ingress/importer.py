@@ -368,6 +368,14 @@ def _call_signature(exported: Any, in_spec: Any, in_leaves: list[Leaf], captured
     in_leaves = [next(it) if isinstance(l, TensorSpec) else l for l in in_leaves]
 
     out_nodes = [n for n in exported.graph.nodes if n.op == "output"][0].args[0]
+    for i, node in zip(mutated_inputs, out_nodes):
+        new = TensorSpec.of(node.meta["val"]).shape
+        if all(isinstance(d, int) for d in (*new, *specs[i].shape)) and new != specs[i].shape:
+            raise IngressError(
+                f"stage 'torch-import' failed: the program changes its input #{i} in place to "
+                f"shape {list(new)}, but that input has shape {list(specs[i].shape)} (an out= "
+                "argument that eager resizes, or reshapes and returns): lowerkit writes an "
+                "input back only at its own shape; pass an out= tensor of the result's shape")
     out_vals = iter(n.meta["val"] for n in out_nodes[len(mutated_inputs):])
     out_leaves: list[Leaf] = []
     for l in captured["out_leaves"]:
