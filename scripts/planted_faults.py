@@ -236,7 +236,7 @@ FAULTS = [
     Fault("sdpa-mask-fused", "a mask read from memory is fused into the CPU attention dispatch",
           ["test/python/test_attention.py::test_masks_as_eager_reads_them"],
           "python/lowerkit/passes/attention.py",
-          "fuse_mask=len(inputs) < 4 or _computed_from_indices(inputs[3]))", "fuse_mask=True)"),
+          "fuse_mask=len(inputs) < 4 or _computed_from_indices(inputs[3], ir))", "fuse_mask=True)"),
     Fault("dynamic-views-unflattened", "a view merging dynamic dims goes to torch-mlir's lowering",
           ["test/python/test_defects.py::test_views_merging_dynamic_dims"],
           "python/lowerkit/passes/dynamic_views.py",

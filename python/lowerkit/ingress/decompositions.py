@@ -338,8 +338,7 @@ def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None) -> Any:
     return mean + std * noise
 
 
-_SDPA_MASK_READY = threading.local()
-_SDPA_MASK_READY.on = False
+_SDPA_MASK_READY = threading.local()  # .on while _sdpa calls the op it keeps whole
 
 
 def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Any = None,
@@ -350,9 +349,9 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
     torch's own math decomposition otherwise (dropout, a mask together with ``is_causal``,
     a mask of another rank, grouped heads, dtypes other than float32, dynamic shapes).
 
-    A mask reaches the kept op additive (a bool one as 0 / -inf), and a row whose every key is masked is set to 0 after, as eager's safe
-    softmax gives it: IREE's attention gave NaN there (torch-mlir's e2e
-    ``ScaledDotProductAttentionBoolMaskModule_basic``)."""
+    A mask reaches the kept op additive (a bool one as 0 / -inf), and a row whose every key
+    is masked is set to 0 after, as eager's safe softmax gives it: IREE's attention gave NaN
+    there (torch-mlir's e2e ``ScaledDotProductAttentionBoolMaskModule_basic``)."""
     tensors = [query, key, value] + ([attn_mask] if attn_mask is not None else [])
     whole = (
         dropout_p == 0.0 and not (is_causal and attn_mask is not None) and not enable_gqa

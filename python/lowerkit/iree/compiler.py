@@ -312,7 +312,9 @@ LADDER = (
 # any reduction of 64-bit elements (an int64 sum, or torch-mlir's var_mean in f64, hence every
 # LayerNorm); its older per-dispatch pipeline compiles them, in their own dtype.
 CUDA_REDUCTION_RUNG = "no reduction vector distribution"
-RUNG_FLAGS = {CUDA_REDUCTION_RUNG: ("--iree-codegen-llvmgpu-use-reduction-vector-distribution=false",)}
+RUNG_FLAGS = {
+    CUDA_REDUCTION_RUNG: ("--iree-codegen-llvmgpu-use-reduction-vector-distribution=false",),
+}
 _WARNED: set[str] = set()
 
 

@@ -115,19 +115,14 @@ def _float(value: float, element: str) -> str:
 _MAPS5 = "(d0, d1, d2, d3, d4) -> "
 
 
-def _computed_from_indices(value: Any) -> bool:
+def _computed_from_indices(value: Any, ir: Any) -> bool:
     """Whether a mask is computed from loop indices alone (a causal mask: a ``linalg`` op
     without inputs, maybe reshaped), which its attention dispatch computes as it goes."""
     owner = value.owner
     while getattr(owner, "name", None) in ("tensor.collapse_shape", "tensor.expand_shape"):
         owner = owner.operands[0].owner
-    if getattr(owner, "name", "") not in ("linalg.generic", "linalg.fill"):
-        return False
-    segments = owner.attributes["operandSegmentSizes"] if "operandSegmentSizes" in \
-        owner.attributes else None
-    if owner.name == "linalg.fill":
-        return True
-    return segments is not None and list(segments)[0] == 0
+    name = getattr(owner, "name", "")
+    return name == "linalg.fill" or (name == "linalg.generic" and not _operands(owner, ir)[0])
 
 
 def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: list[list[int]],
@@ -258,7 +253,7 @@ def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS) -> in
             if element != "f32" or tiles is None:
                 continue
             text = _cpu_function(name, types, out, element, shapes, scale, tiles, loc,
-                                 fuse_mask=len(inputs) < 4 or _computed_from_indices(inputs[3]))
+                                 fuse_mask=len(inputs) < 4 or _computed_from_indices(inputs[3], ir))
         else:
             if element not in ("f32", "f16"):
                 continue

@@ -61,7 +61,8 @@ def _groups(shape: list[int | None], sizes: list[list[int] | int]) -> list[list[
     return head + [list(range(first, last))] + tail[::-1]
 
 
-def _runs(shape: list[int | None], sizes: list[list[int] | int], order: range) -> list[list[int]] | None:
+def _runs(shape: list[int | None], sizes: list[list[int] | int],
+          order: range) -> list[list[int]] | None:
     """The dims each size takes, walking ``order`` (forward, or backward for the sizes after
     a ``-1``): a product of ``aten.size.int`` the next dims, a constant the next static dims
     whose product it is."""
@@ -114,7 +115,8 @@ def _rewrite(op: Any) -> list[Any] | None:
             merged = None if merged is None or current[d] is None else merged * current[d]
         current = current[:start] + [merged] + current[end + 1:]
         value = t.make_op("torch.aten.flatten.using_ints",
-                          [value, t.make_int(start), t.make_int(end)], t.vtensor_type(current, dtype))
+                          [value, t.make_int(start), t.make_int(end)],
+                          t.vtensor_type(current, dtype))
     if str(value.type) != str(op.results[0].type):  # the view's own (maybe better) type
         value = t.make_op("torch.tensor_static_info_cast", [value], op.results[0].type)
     return [value]
