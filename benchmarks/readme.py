@@ -50,7 +50,6 @@ class Block:
     render: Callable[..., str]
     torch_threads: int | None = None  # what the files' runs must have used, when it matters
     whole_zoo: bool = False           # the files must time every model `bench zoo` times
-    cpu_target: bool = True           # its figures depend on the cpu target's iree flags
 
 
 # -- formatting ---------------------------------------------------------------------------------
@@ -92,28 +91,6 @@ def provenance(path: str, meta: dict) -> str:
             f"{_num(load[0], 2)} at the start; `{meta.get('command', '?')}`</sub>")
 
 
-# Earlier cpu flag sets whose stored runs may still back a figure until run again, each with
-# why lowerkit left it. Such a block says so under its table (`stale_note`): its figures are
-# what lowerkit did with those flags, not what it does now.
-SUPERSEDED_CPU_FLAGS = {
-    ("--iree-opt-level=O3", "--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all",
-     "--iree-global-opt-use-im2col-for-convs", "--iree-opt-const-eval=false"):
-        "IREE's DispatchCreation data tiling (`--iree-opt-data-tiling`), which lowerkit left "
-        "for the GlobalOptimization path at commit 9ce0354 because it packed a computed "
-        "batched-matmul operand wrongly (`target.CPU_DATA_TILING_FLAGS`)",
-}
-
-
-def stale_note(metas: list[dict]) -> str:
-    """The line a block ends with when a stored run it renders used superseded cpu flags."""
-    from lowerkit.target import CPU_SPEED_FLAGS
-
-    why = {SUPERSEDED_CPU_FLAGS[tuple(m["iree_cpu_flags"])] for m in metas
-           if m.get("iree_cpu_flags") and m["iree_cpu_flags"] != list(CPU_SPEED_FLAGS)}
-    return "".join(f"\n\n_Taken with earlier cpu flags, not yet run again: {w}._"
-                   for w in sorted(why))
-
-
 def load_result(results: Path, name: str) -> dict:
     """A stored run, after checking it can back a figure of the current code."""
     path = results / name
@@ -124,8 +101,7 @@ def load_result(results: Path, name: str) -> dict:
                           "in benchmarks/, which record it")
     from lowerkit.target import CPU_SPEED_FLAGS
 
-    if meta.get("iree_cpu_flags") != list(CPU_SPEED_FLAGS) \
-            and tuple(meta.get("iree_cpu_flags") or ()) not in SUPERSEDED_CPU_FLAGS:
+    if meta.get("iree_cpu_flags") != list(CPU_SPEED_FLAGS):
         raise ResultError(f"{path}: taken with the cpu flags {meta.get('iree_cpu_flags')}, "
                           f"lowerkit now uses {list(CPU_SPEED_FLAGS)}: run it again")
     if data.get("partial"):
@@ -610,7 +586,7 @@ BLOCKS: dict[str, Block] = {
         (".venv/bin/python benchmarks/tool_startup.py --tree CHECKOUT_BEFORE --lit"
          " --json benchmarks/results/tool-startup-before.json",
          ".venv/bin/python benchmarks/tool_startup.py --lit --json benchmarks/results/tool-startup.json"),
-        render_tool_startup, cpu_target=False),
+        render_tool_startup),
     "e2e-backend": Block(
         ("e2e-backend.json",),
         (".venv/bin/python benchmarks/e2e_suite.py --torch-mlir TORCH_MLIR_CHECKOUT --via backend"
@@ -656,7 +632,7 @@ BLOCKS: dict[str, Block] = {
         (".venv/bin/python benchmarks/cuda_weights.py prepare --target cuda:sm_90 --dir DIR",
          "python3 benchmarks/cuda_weights.py run --dir DIR --json benchmarks/results/cuda-weights.json"
          "  # on the GPU machine",),
-        render_cuda_weights, cpu_target=False),
+        render_cuda_weights),
     "ecosystem": Block(
         ("ecosystem-cpu.json",),
         (".venv/bin/python benchmarks/ecosystem.py --json benchmarks/results/ecosystem-cpu.json",),
@@ -716,8 +692,6 @@ def render_block(name: str, results: Path = RESULTS) -> str:
             body = block.render(data[0], paths[0])
         else:
             body = block.render(*data, paths)
-        if block.cpu_target:
-            body += stale_note([d["meta"] for d in data])
     return f"\n\n{body}\n\n"
 
 

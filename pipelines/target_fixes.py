@@ -1,5 +1,5 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
-# CHECK: cpu: seed-as-input, lower-attention, fence-reductions, fence-gathered-slices
+# CHECK: cpu: seed-as-input, lower-attention, fence-reductions, fence-gathered-slices, fence-batched-matmul-operands
 # CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices, narrow-index-math
 # CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices
 # CHECK-NEXT: cuda: seed-as-input, fence-reductions, fence-gathered-slices
@@ -19,7 +19,9 @@ reduction computes it (`fence-gathered-slices`); one
 without Int64 either gets its i64 math that provably fits in i32 done in i32
 (`narrow-index-math`). The others get a strided slice that a gather reads
 written to memory first (`fence-gathered-slices`: IREE's llvm-cpu code for the fusion fails to
-translate). ``scaled_dot_product_attention`` reaches IREE as each target compiles it
+translate); the CPU also gets the computed operands of a batched matmul written to memory
+before its data tiling packs them (`fence-batched-matmul-operands`: packed in the dispatch that
+computes them, they could come out per collapsed batch, wrong). ``scaled_dot_product_attention`` reaches IREE as each target compiles it
 (`lower-attention`: tuned tiles on the CPU, the math form on Vulkan, IREE's GPU attention on
 CUDA). ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
 (``registry.pipelines.factory("target-fixes")``), so both run the same stages for a target.
@@ -31,7 +33,8 @@ import sys
 
 from lowerkit import Build, Pipeline, PythonPassStage, Target
 from lowerkit.target import CPU_OP_CONFIG_NATIVE_VECTORS, native_vector_bytes
-from lowerkit.passes import (attention, depthwise_order, gathered_slice_fence, narrow_index_math,
+from lowerkit.passes import (attention, batched_operand_fence, depthwise_order,
+                             gathered_slice_fence, narrow_index_math,
                              narrow_io, pad_fence, reduction_fence, seed_input, sort_guard,
                              strided_slice_fence, zero_divisor)
 
@@ -69,6 +72,8 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
         stages.append(PythonPassStage.from_module(reduction_fence, reduction_fence.fence_for_cpu))
         # a strided slice fused into a gather fails LLVM's translation
         stages.append(PythonPassStage.from_module(gathered_slice_fence))
+        if backends == ["llvm-cpu"]:  # its data tiling packs a computed batched operand wrongly
+            stages.append(PythonPassStage.from_module(batched_operand_fence))
     return Pipeline("target-fixes", stages, description=__doc__.splitlines()[0])
 
 

@@ -197,16 +197,9 @@ def native_vector_bytes(target: "Target") -> int:
 # The measurement is benchmarks/results/cpu-flags.json (README, "Speed"): on its Xeon, ResNet-18
 # ran 31.5 ms a call with these flags, 103 ms with IREE's defaults, and compiled 10.7 s in
 # iree-compile against 11.8 s with constant evaluation on. Every zoo model matches eager.
-# Data tiling takes IREE's GlobalOptimization path, not the DispatchCreation path that
-# ``--iree-opt-data-tiling`` picks: that one packs a batched matmul operand in the dispatch that
-# computes it, on the batch and row loops collapsed into one, so that every batch after the first
-# reads other rows when the rows are no multiple of the tile (``linear(x) @ k.mT`` with ``x``
-# [2, 5, 16] came out 0.97 of the output's scale off, a silent wrong answer; the fuzz campaign
-# found it through an interpolate). The GlobalOptimization path packs those right, as fast.
-CPU_DATA_TILING_FLAGS = ("--iree-opt-data-tiling=false", "--iree-global-opt-data-tiling")
 CPU_SPEED_FLAGS = (
     "--iree-opt-level=O3",
-    *CPU_DATA_TILING_FLAGS,
+    "--iree-opt-data-tiling",
     "--iree-llvmcpu-enable-ukernels=all",
     "--iree-global-opt-use-im2col-for-convs",
     "--iree-opt-const-eval=false",
@@ -370,7 +363,7 @@ def combine(*targets: Target) -> Target:
                         f"{t.name!r} is described by a device attribute and cannot share an "
                         "artifact with other targets in IREE 3.13; compile it on its own")
                 devices.append(device)
-            elif f not in CPU_DATA_TILING_FLAGS:  # whole-program: only for a CPU-only module
+            elif f != "--iree-opt-data-tiling":  # whole-program: only for a CPU-only module
                 rest.append(f)
     # IREE 3.13's executable linking keeps only one backend's variant of a linked executable
     # when a device has several targets; unlinked, every dispatch keeps all its variants.

@@ -477,7 +477,7 @@ def test_gather_of_a_pooling_on_vulkan(target):
 # interpolate. IREE's DispatchCreation data tiling packed a batched matmul operand in the
 # dispatch that computes it, with the batch and row loops collapsed into one: every batch after
 # the first read other rows (0.8-1.2 of the output's scale off). Not only gathers: a linear
-# layer's, a broadcast's or a row scaling's result did the same (`target.CPU_DATA_TILING_FLAGS`).
+# layer's, a broadcast's or a row scaling's result did the same (`fence-batched-matmul-operands`).
 def _interpolated_query(b, k, v, mask):
     q = F.interpolate(b, size=16, mode="linear", align_corners=False)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)

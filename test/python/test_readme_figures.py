@@ -123,17 +123,6 @@ def test_a_run_without_provenance_or_with_other_flags_is_refused(tmp_path):
             readme.render_block("call-floor", tmp_path)
 
 
-def test_a_run_with_superseded_flags_renders_with_a_note(tmp_path):
-    old = next(iter(readme.SUPERSEDED_CPU_FLAGS))
-    run = _call_floor_run()
-    (tmp_path / "call-floor.json").write_text(json.dumps(run))
-    assert "earlier cpu flags" not in readme.render_block("call-floor", tmp_path)
-    run["meta"]["iree_cpu_flags"] = list(old)
-    (tmp_path / "call-floor.json").write_text(json.dumps(run))
-    body = readme.render_block("call-floor", tmp_path)
-    assert "Taken with earlier cpu flags" in body and "DispatchCreation" in body
-
-
 def test_zoo_tables_geomean_slower_models_thread_count_and_whole_zoo(tmp_path):
     zoo = bench.zoo_models()
     # ratios 2, 8, 0.5, 2, 8, 0.5, ... over the zoo: geomean 2 when their count divides by 3

@@ -305,7 +305,7 @@ LADDER = (
     ("no ukernels", ("--iree-global-opt-use-im2col-for-convs",
                      "--iree-llvmcpu-enable-ukernels=all")),
     ("no data tiling", ("--iree-global-opt-use-im2col-for-convs",
-                        "--iree-llvmcpu-enable-ukernels=all", "--iree-global-opt-data-tiling")),
+                        "--iree-llvmcpu-enable-ukernels=all", "--iree-opt-data-tiling")),
     ("IREE defaults", CPU_SPEED_FLAGS),
 )
 # CUDA's second rung: IREE 3.13's reduction pipeline for NVIDIA GPUs "failed to distribute"

@@ -35,4 +35,5 @@ PASSES = {
     "reorder-depthwise-convs": "depthwise_order",
     "narrow-index-math": "narrow_index_math",
     "fence-gathered-slices": "gathered_slice_fence",
+    "fence-batched-matmul-operands": "batched_operand_fence",
 }
