@@ -515,3 +515,19 @@ def test_computed_operand_of_a_batched_matmul_on_cpu(name):
     with torch.no_grad():
         art = lowerkit.compile(fn, args, cache=False)
         assert_matches_eager(art(*args), fn(*args))
+
+
+def test_computed_batched_operand_with_dynamic_rows_on_cpu():
+    """The fence leaves a dynamic operand alone (IREE cannot compile a barrier on one); such a
+    program, with its rows and batch dynamic, packs right for every length."""
+    from torch.export import Dim
+
+    fn = PACKED_OPERANDS["linear"]
+    batch, rows = Dim("batch", min=1, max=8), Dim("rows", min=2, max=64)
+    args = (torch.randn(2, 5, 16, generator=_W), torch.randn(2, 8, 16, generator=_W))
+    with torch.no_grad():
+        art = lowerkit.compile(fn, args, cache=False,
+                               dynamic_shapes=({0: batch, 1: rows}, {0: batch}))
+        for b, m in ((2, 5), (3, 7), (1, 12)):
+            args = (torch.randn(b, m, 16, generator=_W), torch.randn(b, 8, 16, generator=_W))
+            assert_matches_eager(art(*args), fn(*args))

@@ -29,7 +29,8 @@ def test_model_matches_eager_on_cpu(name):
     # fences, then the weights (a program with any) become IREE parameters
     weights = ["externalize-weights"] if art.parameters else []
     assert names == ["torch-import", *default, "seed-as-input", "bridge-to-iree",
-                     "lower-attention", "fence-reductions", "fence-gathered-slices", *weights,
+                     "lower-attention", "fence-reductions", "fence-gathered-slices",
+                     "fence-batched-matmul-operands", *weights,
                      "iree-compile"]
 
 

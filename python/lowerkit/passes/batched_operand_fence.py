@@ -16,7 +16,8 @@ IREE's GlobalOptimization data-tiling path packs these right but got a zoo model
 computed operand of a batched contraction whose dims past the batch are not all multiples of 16
 (the widest x86 tile, so that any tile divides them) goes through
 ``util.optimization_barrier``: it is written to memory by its own dispatch and packed from there
-in IREE's encoding dispatch. One more pass over the operand, only for such shapes.
+in IREE's encoding dispatch. One more pass over the operand, only for such shapes (static
+ones: see `needs_fence`).
 """
 
 from __future__ import annotations
@@ -44,22 +45,24 @@ def is_batched_contraction(op: Any, ir: Any) -> bool:
     return op.name.startswith("linalg.batch_") and "mat" in op.name
 
 
-def tiles_evenly(value: Any, ir: Any) -> bool:
-    """Whether every dim of ``value`` past the first (the batch) is a static multiple of the
-    widest tile, so that packing the collapsed rows equals packing each batch."""
-    shape = ir.RankedTensorType(value.type).shape
-    return all(not ir.ShapedType.is_dynamic_size(d) and d % WIDEST_TILE == 0 for d in shape[1:])
+def needs_fence(value: Any, ir: Any) -> bool:
+    """Whether ``value``'s shape is static with a dim past the first (the batch) that is no
+    multiple of the widest tile. A dynamic shape is left alone: IREE cannot compile a barrier
+    on it ("'tensor.dim' op unexpected during shape cleanup"), and its dispatches, formed
+    without aggressive fusion (`iree.compiler.dynamic_shape_flags`), packed right."""
+    tensor = ir.RankedTensorType(value.type)
+    return tensor.has_static_shape and any(d % WIDEST_TILE for d in tensor.shape[1:])
 
 
 def fence(module_op: Any) -> int:
-    """Put a barrier on each computed operand of a batched contraction that does not tile
-    evenly; returns how many."""
+    """Put a barrier on each computed operand of a batched contraction that `needs_fence`;
+    returns how many."""
     ir = ir_of(module_op)
     fenced = 0
     for op in ops_where(module_op, lambda o: is_batched_contraction(o, ir)):
         n_in = len(op.operands) - len(op.results)
         for index in range(n_in):
-            if not tiles_evenly(op.operands[index], ir):
+            if needs_fence(op.operands[index], ir):
                 fenced += fence_source(op, index)  # arguments and constants are left alone
     return fenced
 
