@@ -22,8 +22,9 @@ written to memory first (`fence-gathered-slices`: IREE's llvm-cpu code for the f
 translate); the CPU also gets the computed operands of a batched matmul written to memory
 before its data tiling packs them (`fence-batched-matmul-operands`: packed in the dispatch that
 computes them, they could come out per collapsed batch, wrong).
-``scaled_dot_product_attention`` reaches IREE as each target compiles it (`lower-attention`: tuned tiles on the CPU, the math form on Vulkan, IREE's GPU attention on
-CUDA). ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
+``scaled_dot_product_attention`` reaches IREE as each target compiles it (`lower-attention`:
+tuned tiles on the CPU, the math form on Vulkan, IREE's GPU attention on CUDA).
+``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
 (``registry.pipelines.factory("target-fixes")``), so both run the same stages for a target.
 """
 
