@@ -27,7 +27,10 @@ an output of another dtype is wrong even with equal values), ``crash`` (a native
 iree-compile or of an isolated stage) and ``error`` (any other exception, from lowerkit's own
 code or not: a bug in a pass, invalid IR for iree-compile).
 Floats are compared relative to each output's scale (`lowerkit.runtime.numerics`): float32 at its
-default, float16's looser tolerance only for outputs that depend on a float16 value.
+default, float16's looser tolerance only for outputs that depend on a float16 value. An output
+off from eager past that is still ``passed`` where it is no further from the program evaluated in
+float64 than `AS_ACCURATE_AS_EAGER` times eager's own error (`as_accurate_as_eager`: the
+program is ill-conditioned, and eager is not the truth either); the verdict says so.
 """
 
 from __future__ import annotations
@@ -235,10 +238,59 @@ def run_program(program: Program, target: str = "cpu", cache: Any = None) -> Out
         return Outcome("unsupported", _message(e), target, program)
     except Exception as e:  # noqa: BLE001 -- any other error, lowerkit's or not, is a failure
         return Outcome("crash" if _is_crash(e) else "error", _message(e), target, program)
-    result = compare(got, expected, tol=output_tolerances(program))
+    tols = output_tolerances(program)
+    result = compare(got, expected, tol=tols)
+    if not result.ok:
+        why = as_accurate_as_eager(program, args, got, expected, tols)
+        if why is not None:
+            return Outcome("passed", f"{why} ({result.message})", target, program,
+                           result.max_abs_error, result.max_rel_error)
     kind = "passed" if result.ok else "wrong"
     return Outcome(kind, result.message, target, program, result.max_abs_error,
                    result.max_rel_error)
+
+
+# How much further from a float64 evaluation than eager a compiled output may be where eager
+# itself is off from it (torch._dynamo's accuracy check against a float64 reference allows
+# the same multiple).
+AS_ACCURATE_AS_EAGER = 3.0
+_RANDOM = ("rand", "bernoulli", "dropout", "multinomial", "normal_")
+
+
+def as_accurate_as_eager(program: Program, args: tuple, got: Any, expected: Any,
+                         tols: dict[str, Tolerance]) -> str | None:
+    """Why ``got``, off from eager, is still right, or None: every output off from eager is a
+    float one, no further from ``program`` evaluated in float64 than `AS_ACCURATE_AS_EAGER`
+    times eager's own error. An ill-conditioned program (a group norm of one-element groups,
+    where 1/sqrt(eps) amplifies the last bit) has no answer closer than that; eager is not the
+    truth there either (fuzz campaign seed 2111, programs 754-756)."""
+    if any(r in program.source for r in _RANDOM) or not any(
+            a.is_floating_point() for a in args):
+        return None
+    try:
+        with torch.no_grad():
+            reference = program.function()(
+                *(a.double() if a.is_floating_point() else a for a in args))
+    except Exception:  # noqa: BLE001 -- an op eager has no float64 kernel for: no second look
+        return None
+    worst = None  # (ratio, lowerkit's error, eager's error)
+    for i, (g, e, r) in enumerate(zip(got, expected, reference)):
+        if compare(g, e, tol=tols.get(f"output[{i}]")).ok:
+            continue
+        if not (isinstance(g, torch.Tensor) and e.is_floating_point() and g.dtype == e.dtype
+                and g.shape == e.shape == r.shape
+                and torch.equal(g.isnan(), e.isnan()) and torch.equal(e.isnan(), r.isnan())):
+            return None
+        finite = r.isfinite()
+        ours = (g.double() - r)[finite].abs().max().item() if finite.any() else 0.0
+        eager = (e.double() - r)[finite].abs().max().item() if finite.any() else 0.0
+        if not ours <= AS_ACCURATE_AS_EAGER * eager:
+            return None
+        worst = max(worst or (0, 0, 0), (ours / eager if eager else 0.0, ours, eager))
+    if worst is None:
+        return None
+    return (f"as accurate as eager against float64: {worst[1]:.3g} off where eager is "
+            f"{worst[2]:.3g} off (within {AS_ACCURATE_AS_EAGER:g}x)")
 
 
 def _message(e: BaseException) -> str:
