@@ -21,7 +21,9 @@ The stages, in torch-mlir's MLIR build:
    torch-mlir's linalg conversion crashes or fails, become new empty tensors;
 - ``rewrite-unit-window-pooling``: 1x1-window pooling as a strided slice (IREE miscompiles it);
 - ``trim-conv-overhang``: explicit padding for convolutions whose window overhangs the input
-   (IREE rejects them); ``pad-pool-overhang`` the same for max and average pooling whose
+   (IREE rejects them); ``undilate-single-window-convs``: a dilated convolution with one
+   window along a dim reads its taps through a strided slice (IREE's code for
+   ``vulkan:llvmpipe`` fails on it); ``pad-pool-overhang`` the same for max and average pooling whose
    windows overhang or stop short of the padded input (average pooling divides by eager's
    per-window counts); ``gather-adaptive-max-pool``: adaptive max pooling with uneven
    windows as a gather and a max (torch-mlir cannot lower it); ``fold-empty-cat``: a cat of empty tensors, for which torch-mlir
@@ -63,7 +65,8 @@ from lowerkit import PassPipelineStage, Pipeline, registry
 NAME = "torch-to-linalg"
 # lowerkit's own passes on the torch dialect, before torch-mlir's backend contract
 TORCH_FIXES = ("widen-unsigned", "rewrite-bool-mask-index-put", "replace-empty-results",
-               "rewrite-unit-window-pooling", "trim-conv-overhang", "pad-pool-overhang",
+               "rewrite-unit-window-pooling", "trim-conv-overhang", "undilate-single-window-convs",
+               "pad-pool-overhang",
                "gather-adaptive-max-pool", "fold-empty-cat", "normalize-unit-slices",
                "crop-negative-pad", "keep-nan-self-compare")
 

@@ -472,6 +472,30 @@ def test_gather_of_a_pooling_on_vulkan(target):
     assert_matches_eager(art(a, w0), pooled_then_selected(a, w0))
 
 
+# Fuzz campaign seed 2111, programs 893-894 on "vulkan:llvmpipe", minimised: a grouped, dilated
+# convolution with one output column failed IREE's SPIR-V code ("'vector.transfer_read' op
+# with rank > 1 should be broken down"); `undilate-single-window-convs` gathers its taps.
+_W16 = torch.randn(2, 16, 5, generator=torch.Generator().manual_seed(5))
+_W2D = torch.randn(4, 8, 3, 3, generator=torch.Generator().manual_seed(6))
+SINGLE_WINDOW_CONVS = {
+    "padded": (lambda a: F.conv1d(a, _W16, None, stride=2, padding=2, dilation=2, groups=2),
+               (2, 32, 5)),
+    "unpadded": (lambda a: F.conv1d(a, _W16, None, dilation=2, groups=2), (2, 32, 9)),
+    "2d-one-row": (lambda a: F.conv2d(a, _W2D, None, padding=(1, 1), dilation=(3, 1),
+                                      groups=2), (1, 16, 5, 6)),
+}
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["cpu", "vulkan:llvmpipe"])
+@pytest.mark.parametrize("name", SINGLE_WINDOW_CONVS)
+def test_dilated_convolution_with_one_window(name, target):
+    fn, shape = SINGLE_WINDOW_CONVS[name]
+    a = torch.randn(*shape, generator=torch.Generator().manual_seed(7))
+    art = lowerkit.compile(fn, (a,), target=target, cache=False)
+    assert_matches_eager(art(a), fn(a))
+
+
 # Fuzz campaign seed 2111 (benchmarks/results/fuzz-shard*.jsonl), programs 1216-1219 on "cpu":
 # the query of a masked attention (its math form: two batched matmuls) computed by a linear
 # interpolate. IREE's DispatchCreation data tiling packed a batched matmul operand in the

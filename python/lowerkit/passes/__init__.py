@@ -13,6 +13,7 @@ PASSES = {
     "batch-unbatched-pooling": "unbatched_pooling",
     "rewrite-unit-window-pooling": "unit_window_pooling",
     "trim-conv-overhang": "conv_overhang",
+    "undilate-single-window-convs": "single_window_conv",
     "pad-pool-overhang": "pool_overhang",
     "gather-adaptive-max-pool": "adaptive_max_pool",
     "replace-empty-results": "empty_results",
