@@ -481,6 +481,7 @@ SINGLE_WINDOW_CONVS = {
     "padded": (lambda a: F.conv1d(a, _W16, None, stride=2, padding=2, dilation=2, groups=2),
                (2, 32, 5)),
     "unpadded": (lambda a: F.conv1d(a, _W16, None, dilation=2, groups=2), (2, 32, 9)),
+    # compiled before too: the rewrite along one dim of two, the other left dilated
     "2d-one-row": (lambda a: F.conv2d(a, _W2D, None, padding=(1, 1), dilation=(3, 1),
                                       groups=2), (1, 16, 5, 6)),
 }
