@@ -472,6 +472,20 @@ def test_gather_of_a_pooling_on_vulkan(target):
     assert_matches_eager(art(a, w0), pooled_then_selected(a, w0))
 
 
+# Fuzz campaign seed 2112 (a partial run), programs 62-68 on "cpu", minimised: attention whose
+# values have a smaller head dim than its queries and keys was 0.4-1.0 of the output's scale
+# off with lowerkit's CPU attention tiles (`attention.for_cpu`); IREE's own tiles are right.
+@pytest.mark.parametrize("lengths", [(6, 5, 6, 4), (16, 16, 16, 8), (6, 5, 4, 6)],
+                         ids=["values-narrower", "values-half", "values-wider"])
+def test_attention_with_another_value_head_dim_on_cpu(lengths):
+    m, s, e, ev = lengths
+    g = torch.Generator().manual_seed(8)
+    args = (torch.randn(1, m, e, generator=g), torch.randn(1, s, e, generator=g),
+            torch.randn(1, s, ev, generator=g))
+    art = lowerkit.compile(F.scaled_dot_product_attention, args, cache=False)
+    assert_matches_eager(art(*args), F.scaled_dot_product_attention(*args))
+
+
 # Fuzz campaign seed 2111, programs 893-894 on "vulkan:llvmpipe", minimised: a grouped, dilated
 # convolution with one output column failed IREE's SPIR-V code ("'vector.transfer_read' op
 # with rank > 1 should be broken down"); `undilate-single-window-convs` gathers its taps.
