@@ -21,14 +21,16 @@ The stages, in torch-mlir's MLIR build:
    torch-mlir's linalg conversion crashes or fails, become new empty tensors;
 - ``rewrite-unit-window-pooling``: 1x1-window pooling as a strided slice (IREE miscompiles it);
 - ``trim-conv-overhang``: explicit padding for convolutions whose window overhangs the input
-   (IREE rejects them); ``undilate-single-window-convs``: a dilated convolution with one
-   window along a dim reads its taps through a strided slice (IREE's code for
-   ``vulkan:llvmpipe`` fails on it); ``pad-pool-overhang`` the same for max and average pooling whose
+   (IREE rejects them); ``pad-pool-overhang`` the same for max and average pooling whose
    windows overhang or stop short of the padded input (average pooling divides by eager's
-   per-window counts); ``gather-adaptive-max-pool``: adaptive max pooling with uneven
+   per-window counts); ``undilate-single-window-convs``: a dilated convolution with one
+   window along a dim gathers its taps and convolves undilated (IREE's code for
+   ``vulkan:llvmpipe`` fails on it); ``gather-adaptive-max-pool``: adaptive max pooling with uneven
    windows as a gather and a max (torch-mlir cannot lower it); ``fold-empty-cat``: a cat of empty tensors, for which torch-mlir
    builds invalid IR; ``normalize-unit-slices``:
    step 1 for a strided slice of one element (IREE rejects the strided layout);
+   ``fold-unit-argmax``: an argmax or argmin over a dim of one element as zeros (IREE's code
+   for the portable Vulkan target cannot store the int64 fill it folds it to);
    ``crop-negative-pad``: a constant pad by negative amounts as a slice, then a pad (IREE
    rejects torch-mlir's negative offsets); ``keep-nan-self-compare``: ``x == x`` of floats
    as ``not isnan(x)`` (torch-mlir folds it to True, NaN or not);
@@ -68,7 +70,7 @@ TORCH_FIXES = ("widen-unsigned", "rewrite-bool-mask-index-put", "replace-empty-r
                "rewrite-unit-window-pooling", "trim-conv-overhang", "undilate-single-window-convs",
                "pad-pool-overhang",
                "gather-adaptive-max-pool", "fold-empty-cat", "normalize-unit-slices",
-               "crop-negative-pad", "keep-nan-self-compare")
+               "crop-negative-pad", "keep-nan-self-compare", "fold-unit-argmax")
 
 
 def build_pipeline() -> Pipeline:

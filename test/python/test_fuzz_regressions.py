@@ -472,6 +472,26 @@ def test_gather_of_a_pooling_on_vulkan(target):
     assert_matches_eager(art(a, w0), pooled_then_selected(a, w0))
 
 
+# Fuzz campaign seed 2111, programs 875-876 on "vulkan", minimised: IREE folded an argmax over a
+# dim of one element into an int64 fill that its SPIR-V code for the portable target could not
+# store; `fold-unit-argmax` returns the zeros as a literal.
+UNIT_ARGMAX = {
+    "argmax-keepdim": lambda a: a.argmax(0, keepdim=True)[..., 1:5],
+    "argmin": lambda a: a.argmin(-4),
+    "argmax-not-unit": lambda a: a.argmax(1, keepdim=True),  # left to the lowering
+}
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["cpu", "vulkan"])
+@pytest.mark.parametrize("name", UNIT_ARGMAX)
+def test_argmax_over_a_unit_dim(name, target):
+    fn = UNIT_ARGMAX[name]
+    a = torch.randn(1, 16, 7, 32, generator=torch.Generator().manual_seed(9))
+    art = lowerkit.compile(fn, (a,), target=target, cache=False)
+    assert_matches_eager(art(a), fn(a))
+
+
 # Fuzz campaign seed 2112 (a partial run), programs 62-68 on "cpu", minimised: attention whose
 # values have a smaller head dim than its queries and keys was 0.4-1.0 of the output's scale
 # off with lowerkit's CPU attention tiles (`attention.for_cpu`); IREE's own tiles are right.

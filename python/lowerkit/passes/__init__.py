@@ -20,6 +20,7 @@ PASSES = {
     "fold-empty-cat": "empty_cat",
     "crop-negative-pad": "negative_pad",
     "keep-nan-self-compare": "self_compare",
+    "fold-unit-argmax": "unit_argmax",
     "normalize-unit-slices": "unit_slices",
     "flatten-dynamic-views": "dynamic_views",
     "fold-empty-contractions": "empty_contractions",
