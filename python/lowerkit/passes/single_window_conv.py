@@ -1,5 +1,5 @@
-"""undilate-single-window-convs: a dilated convolution with one window along a dim reads its taps
-through a strided slice instead.
+"""undilate-single-window-convs: a dilated convolution with one window along a dim gathers its
+taps and convolves undilated.
 
 IREE 3.13's SPIR-V code for ``vulkan:llvmpipe`` fails on a grouped, dilated convolution whose
 output is one element wide ("'vector.transfer_read' op with rank > 1 should be broken down by

@@ -23,7 +23,7 @@ def _rewrite(op: Any) -> list[Any] | None:
     if dim is None or xs is None or out is None or None in out[0]:
         return None  # no dim (the flattened input), or a dynamic shape
     shape = xs[0]
-    if shape[dim % len(shape)] != 1:
+    if not shape or shape[dim % len(shape)] != 1:  # a 0-d input: already its own answer
         return None
     from torch_mlir import ir
 
