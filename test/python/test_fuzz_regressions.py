@@ -511,24 +511,36 @@ def test_gather_of_a_tensor_computed_from_bools_on_portable_vulkan():
     assert torch.equal(art(m, i), _gather_of_bools(m, i))
 
 
-# Fuzz campaign seed 2112 (at 28dbb1f), program 955 on both Vulkan targets, minimised: a
-# convolution's result broadcast over channels (`expand`) is wrong, silently (0.6 of the output's
-# scale off on `vulkan:llvmpipe`, garbage without the `abs`); the convolution alone and the CPU
-# are right. Found at the end of a session and not yet fixed. Strict, so that its fix shows.
+# Fuzz campaign seed 2112 (at 28dbb1f), programs 955-956 on both Vulkan targets, minimised: a
+# reduction (a convolution, a matmul, a sum) whose consumer broadcasts it over a new dim in front
+# of the ones it keeps was wrong, silently: the one-channel convolution expanded over channels
+# had only the first row of each plane written on `vulkan:llvmpipe` (0.6 of the output's scale
+# off), a row sum added over a middle dim was 0.3-10 off on both targets. Which target went
+# wrong depended on the shape (IREE's tiles), so each case runs where it was seen wrong.
+# `fence-reductions` gives such a reduction its own dispatch.
 _W5 = torch.randn(1, 1, 5, 5, generator=torch.Generator().manual_seed(12))
-
-
-def _conv_then_expand(a):
-    return F.conv2d(a, _W5, None, padding="same").expand(2, 3, 3, 3)
+_B54 = torch.randn(5, 4, generator=torch.Generator().manual_seed(14))
+BROADCAST_INWARD = {
+    "conv-expanded-over-channels": (
+        lambda a: F.conv2d(a, _W5, None, padding="same").expand(2, 3, 3, 3), (2, 1, 3, 3),
+        "vulkan:llvmpipe"),
+    "conv-expanded-16x16": (
+        lambda a: F.conv2d(a, _W5, None, padding="same").expand(2, 8, 16, 16), (2, 1, 16, 16),
+        "vulkan"),
+    "row-sum-over-a-middle-dim": (
+        lambda a: a.sum(-1).unsqueeze(1) + torch.ones(2, 3, 3, 3), (2, 3, 3, 5), "vulkan"),
+    "matmul-expanded-over-a-leading-dim": (
+        lambda a: (a @ _B54).expand(3, 3, 4), (3, 5), "vulkan:llvmpipe"),
+}
 
 
 @pytest.mark.runs_target
-@pytest.mark.xfail(strict=True, reason="open: a convolution's result expanded over channels is "
-                   "wrong on Vulkan")
-def test_convolution_expanded_over_channels_on_vulkan():
-    a = torch.randn(2, 1, 3, 3, generator=torch.Generator().manual_seed(13))
-    art = lowerkit.compile(_conv_then_expand, (a,), target="vulkan:llvmpipe", cache=False)
-    assert_matches_eager(art(a), _conv_then_expand(a))
+@pytest.mark.parametrize("name", BROADCAST_INWARD)
+def test_reduction_broadcast_over_a_leading_dim_on_vulkan(name):
+    fn, shape, target = BROADCAST_INWARD[name]
+    a = torch.randn(*shape, generator=torch.Generator().manual_seed(13))
+    art = lowerkit.compile(fn, (a,), target=target, cache=False)
+    assert_matches_eager(art(a), fn(a))
 
 
 # Fuzz campaign seed 2112 (a partial run), programs 62-68 on "cpu", minimised: attention whose

@@ -1,7 +1,7 @@
 """fence-reductions: a reduction that IREE's SPIR-V code gets wrong when fused gets its own dispatch.
 
 IREE 3.13's SPIR-V code generation miscomputes a dispatch that fuses a reduction with the op
-that consumes it in two cases, both silent wrong answers found by lowerkit's fuzzer:
+that consumes it in three cases, all silent wrong answers found by lowerkit's fuzzer:
 
 * the reduced dim is not the innermost (``x.sum(0, keepdim=True)``, ``x.amax(0)``, softmax
   over dim 0) and the consumer broadcasts it back: ``a / a.sum(0, keepdim=True)`` on a
@@ -11,7 +11,13 @@ that consumes it in two cases, both silent wrong answers found by lowerkit's fuz
   indexing map): ``a.amax(-1, keepdim=True).permute(3, 1, 2, 0) * a`` on a [3, 4, 3, 3]
   tensor had 16-70 of 108 elements wrong, in f32, int32 and int64, on both Vulkan targets.
 
-On every target, CPU included, a third case: one op reads the result two ways, through two
+* a consumer broadcasts the result over a new loop in front of one it keeps: the
+  one-channel ``conv2d(a, w, padding="same").expand(2, 3, 3, 3)`` (fuzzer seed 2112 #955)
+  wrote only the first row of each 3x3 plane on `vulkan:llvmpipe`, and
+  ``a.sum(-1)[:, None] + b`` was 0.3-10 of the output's scale off on both Vulkan targets.
+  New loops after the kept ones, as in softmax and layer norm, come out right.
+
+On every target, CPU included, a fourth case: one op reads the result two ways, through two
 operands or indexing maps (``s[:, None] - s[None, :]``, ``s + s.T - 2 * x @ x.T`` for a row
 sum ``s``): IREE computed the fused reduction only for the rows of the consumer's tile, and
 the other read saw zeros (fuzzer seed 20261222 #153, `_read_two_ways`).
@@ -39,6 +45,12 @@ def _loop_kinds(op: Any, ir: Any) -> list[bool]:
     if op.name != "linalg.generic" or "iterator_types" not in op.attributes:
         return []
     return ["reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+
+
+# named ops that reduce, each over its innermost loops
+_NAMED_REDUCTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.matvec", "linalg.vecmat",
+                     "linalg.batch_matvec", "linalg.batch_vecmat", "linalg.dot", "linalg.conv_",
+                     "linalg.depthwise_conv_", "linalg.pooling_", "linalg.contract")
 
 
 def _outer_reduction(kinds: list[bool]) -> bool:
@@ -98,6 +110,24 @@ def _derived(value: Any, ir: Any, depth: int = 0) -> list[Any]:
     return out
 
 
+def _broadcast_inward(value: Any, ir: Any) -> bool:
+    """Whether ``value``, or what is fused with it (`_derived`), is read by a ``linalg.generic``
+    that broadcasts it over a loop before one it keeps: ``conv(a).expand(2, 3, 3, 3)`` of a
+    one-channel conv, ``a.sum(-1)[:, None] + b``, ``(a @ w).expand(3, m, n)``. New loops after
+    the kept ones (softmax's and layer norm's broadcast back over the reduced dim) are fine."""
+    for v in _derived(value, ir):
+        for use in v.uses:
+            user = use.owner
+            if user.name != "linalg.generic" or use.operand_number >= _inputs(user, ir):
+                continue
+            map_ = ir.AffineMapAttr(
+                ir.ArrayAttr(user.attributes["indexing_maps"])[use.operand_number]).value
+            kept = {e.position for e in map_.results if isinstance(e, ir.AffineDimExpr)}
+            if kept and any(d not in kept for d in range(max(kept))):
+                return True
+    return False
+
+
 def _read_two_ways(value: Any, ir: Any) -> bool:
     """Whether one op reads ``value`` (or what is fused with it, `_derived`) through two
     different operands or indexing maps: ``s[:, None] - s[None, :]`` for ``s = x.sum(-1)``,
@@ -144,7 +174,7 @@ def _unstorable(type_: Any, ir: Any, storage_bits: frozenset[int]) -> bool:
 
 def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
           cpu: bool = False) -> int:
-    """Put a barrier after every reduction of the three kinds (and before an outer one), except
+    """Put a barrier after every reduction of the four kinds (and before an outer one), except
     on values the target could not store (``storage_bits``, all widths when None); returns
     how many. With ``cpu``, only after a reduction read two ways or a multi-result reduction
     read transposed, which is all that IREE's CPU path needs (see `fence_for_cpu`)."""
@@ -154,10 +184,14 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
 
     def visit(op):
         kinds = _loop_kinds(op, ir)
-        if not cpu and _outer_reduction(kinds):
+        if not cpu and op.name.startswith(_NAMED_REDUCTIONS):
+            if any(_broadcast_inward(r, ir) for r in op.results):
+                found.append((op, False))
+        elif not cpu and _outer_reduction(kinds):
             found.append((op, True))
         elif any(kinds) and (
                 (not cpu or len(op.results) > 1) and any(_read_transposed(r, ir) for r in op.results)
+                or not cpu and any(_broadcast_inward(r, ir) for r in op.results)
                 or any(_read_two_ways(r, ir) for r in op.results)):
             found.append((op, False))
         return ir.WalkResult.ADVANCE

@@ -153,3 +153,51 @@ func.func @outer_returned(%a: tensor<3x12xf32>) -> tensor<12xf32> {
   } -> tensor<12xf32>
   return %s : tensor<12xf32>
 }
+
+// -----
+
+// A matmul broadcast over a loop in front of the ones it keeps (`(a @ b).expand(3, 4, 5)`)
+// is fenced; a row sum broadcast back over the loop after it (softmax's `x / s[:, None]`)
+// is not.
+// CHECK-LABEL: func.func @broadcast_inward
+// CHECK: %[[MM:.*]] = linalg.matmul
+// CHECK: %[[FENCED:.*]] = util.optimization_barrier %[[MM]]
+// CHECK: linalg.generic {{.*}} ins(%[[FENCED]] :
+// CHECK: %[[S:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK-NOT: util.optimization_barrier
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[S]] :
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#lead = affine_map<(d0, d1, d2) -> (d1, d2)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @broadcast_inward(%a: tensor<4x6xf32>, %b: tensor<6x5xf32>)
+    -> (tensor<3x4x5xf32>, tensor<4x6xf32>) {
+  %z = arith.constant 0.0 : f32
+  %em = tensor.empty() : tensor<4x5xf32>
+  %fm = linalg.fill ins(%z : f32) outs(%em : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<4x6xf32>, tensor<6x5xf32>)
+      outs(%fm : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %e3 = tensor.empty() : tensor<3x4x5xf32>
+  %x = linalg.generic {indexing_maps = [#lead, #id3],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%m : tensor<4x5xf32>) outs(%e3 : tensor<3x4x5xf32>) {
+    ^bb0(%v: f32, %out: f32):
+      linalg.yield %v : f32
+  } -> tensor<3x4x5xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<4x6xf32>) outs(%f : tensor<4xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %r = arith.addf %v, %acc : f32
+      linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %e2 = tensor.empty() : tensor<4x6xf32>
+  %d = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %s : tensor<4x6xf32>, tensor<4xf32>) outs(%e2 : tensor<4x6xf32>) {
+    ^bb0(%v: f32, %t: f32, %out: f32):
+      %r = arith.divf %v, %t : f32
+      linalg.yield %r : f32
+  } -> tensor<4x6xf32>
+  return %x, %d : tensor<3x4x5xf32>, tensor<4x6xf32>
+}
