@@ -1,6 +1,6 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
 # CHECK: cpu: seed-as-input, lower-attention, fence-reductions, fence-gathered-slices, fence-batched-matmul-operands
-# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices, narrow-index-math
+# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices, widen-narrow-storage, narrow-index-math
 # CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices
 # CHECK-NEXT: cuda: seed-as-input, fence-reductions, fence-gathered-slices
 """target-fixes: what a target needs after any pipeline, for defects of IREE's code for its
@@ -10,7 +10,9 @@ Every target takes the random ops' seed as the last argument of its call (`seed-
 a calling convention rather than a defect, here so that every pipeline gets it; a target
 without 64-bit arithmetic refuses random ops), and gets a barrier after the reductions IREE's
 CPU path would fuse wrongly (`fence-reductions`, its CPU form). A target whose buffers are 32-bit only (IREE's portable
-Vulkan) gets `widen-narrow-io` at its boundary; a Vulkan target gets every reduction fenced,
+Vulkan) gets `widen-narrow-io` at its boundary, and its gathers, reductions and elementwise ops
+work on narrow tensors as 32-bit words, with signed byte math in i32 (`widen-narrow-storage`:
+packed, they came out wrong); a Vulkan target gets every reduction fenced,
 float divisions guarded against zero divisors, the sources of pads and strided slices
 fenced, sorts IREE's SPIR-V code gets wrong (longer than 256) refused, and depthwise
 convolutions written with their loops in layout order (`reorder-depthwise-convs`), and a
@@ -35,7 +37,7 @@ import sys
 from lowerkit import Build, Pipeline, PythonPassStage, Target
 from lowerkit.target import CPU_OP_CONFIG_NATIVE_VECTORS, native_vector_bytes
 from lowerkit.passes import (attention, batched_operand_fence, depthwise_order,
-                             gathered_slice_fence, narrow_index_math,
+                             gathered_slice_fence, narrow_storage, narrow_index_math,
                              narrow_io, pad_fence, reduction_fence, seed_input, sort_guard,
                              strided_slice_fence, zero_divisor)
 
@@ -67,6 +69,9 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
             PythonPassStage.from_module(depthwise_order),
             PythonPassStage.from_module(gathered_slice_fence, gathered_slice_fence.fence_computed),
         ]
+        if not target.narrow_io:  # packed narrow tensors came out wrong (`narrow_storage`)
+            stages.append(PythonPassStage.from_module(
+                narrow_storage, lambda op: narrow_storage.widen(op, bits)))
         if 64 not in bits:  # no Int64 either: i64 math that provably fits is done in i32
             stages.append(PythonPassStage.from_module(narrow_index_math))
     else:  # reductions read two ways, and an argmax read transposed (`fence_for_cpu`)

@@ -171,3 +171,17 @@ def test_a_padding_value_that_does_not_fit_keeps_the_op_wide():
         module = ir.Module.parse(_PADDED)
         narrow_index_math.narrow(module.operation)
         assert re.search(r"arith\.remsi %\w+, %\w+ : i64", str(module))
+
+
+def test_the_int64_hint_reads_types_not_attributes():
+    """A failure to legalize a byte compare names its predicate as ``8 : i64``; the hint that
+    the GPU lacks Int64 is for i64 values only (it once misled on exactly that)."""
+    from lowerkit.iree.compiler import _hint
+    from lowerkit.target import Target
+
+    portable = Target.parse("vulkan")
+    byte_compare = ("failed to legalize operation 'arith.cmpi': %4 = \"arith.cmpi\"(%1, %2) "
+                    "<{predicate = 8 : i64}> : (vector<4xi8>, vector<4xi8>) -> vector<4xi1>")
+    long_add = "failed to legalize operation 'arith.addi': %4 = \"arith.addi\"(%1, %2) : (i64, i64) -> i64"
+    assert _hint(byte_compare, portable) == ""
+    assert "no Int64" in _hint(long_add, portable)

@@ -421,8 +421,9 @@ _I64_ILLEGAL = re.compile(r"failed to legalize operation .*i64\b")
 
 def _hint(stderr: str, target: Target) -> str:
     """What to do about a failure whose cause is the target rather than the program."""
+    types_only = re.sub(r"<\{.*?\}>", "", stderr)  # not an attribute's `predicate = 8 : i64`
     if "from ('i64') to ('vector<2xi32>')" in stderr or (
-            64 not in target.storage_bits and _I64_ILLEGAL.search(stderr)):
+            64 not in target.storage_bits and _I64_ILLEGAL.search(types_only)):
         # SPIR-V without Int64 emulates i64 as two i32 and some ops have no emulation (an i64
         # sum of sums fails as an illegal `vector.broadcast` of i64)
         return (f" (64-bit integer arithmetic is not supported on '{target.name}': the GPU has "

@@ -38,4 +38,5 @@ PASSES = {
     "narrow-index-math": "narrow_index_math",
     "fence-gathered-slices": "gathered_slice_fence",
     "fence-batched-matmul-operands": "batched_operand_fence",
+    "widen-narrow-storage": "narrow_storage",
 }

@@ -26,7 +26,7 @@ NAME = "widen-narrow-io"
 _SUFFIX = "$narrow_io"
 
 
-def _conversion(elem: str, widths: frozenset[int]) -> tuple[str, str, str] | None:
+def conversion(elem: str, widths: frozenset[int]) -> tuple[str, str, str] | None:
     """``(wide type, widening op, narrowing op)`` for a narrow element type, else None."""
     if elem == "i1" and 8 not in widths:  # bools are stored as bytes
         return "i32", "arith.extui", "arith.trunci"
@@ -37,7 +37,7 @@ def _conversion(elem: str, widths: frozenset[int]) -> tuple[str, str, str] | Non
     return None
 
 
-def _tensor(type_: Any) -> tuple[list[str], str] | None:
+def tensor_parts(type_: Any) -> tuple[list[str], str] | None:
     """``(dims as text, element type)`` of a ranked tensor type."""
     ir = Build.of_object(type_).ir
     if type_.typeid != ir.RankedTensorType.static_typeid:
@@ -47,12 +47,13 @@ def _tensor(type_: Any) -> tuple[list[str], str] | None:
     return dims, str(t.element_type)
 
 
-def _type_text(dims: list[str], elem: str) -> str:
+def tensor_text(dims: list[str], elem: str) -> str:
     return "tensor<" + "".join(f"{d}x" for d in dims) + elem + ">"
 
 
-class _Writer:
-    """Builds the text of the public wrapper function, one SSA value a line."""
+class ConversionWriter:
+    """Builds the text of a function converting tensors, one SSA value a line (the public
+    wrapper here, `narrow_gather_source`'s widening helper)."""
 
     def __init__(self):
         self.lines: list[str] = []
@@ -69,39 +70,39 @@ class _Writer:
             if d == "?":
                 c, s = self.fresh(), self.fresh()
                 self.lines += [f"{c} = arith.constant {i} : index",
-                               f"{s} = tensor.dim {value}, {c} : {_type_text(dims, src)}"]
+                               f"{s} = tensor.dim {value}, {c} : {tensor_text(dims, src)}"]
                 sizes.append(s)
         empty, out = self.fresh(), self.fresh()
         ids = ", ".join(f"d{i}" for i in range(rank))
         amap = f"affine_map<({ids}) -> ({ids})>"
         iters = ", ".join(['"parallel"'] * rank)
         self.lines += [
-            f"{empty} = tensor.empty({', '.join(sizes)}) : {_type_text(dims, dst)}",
+            f"{empty} = tensor.empty({', '.join(sizes)}) : {tensor_text(dims, dst)}",
             f"{out} = linalg.generic {{indexing_maps = [{amap}, {amap}], iterator_types = [{iters}]}}"
-            f" ins({value} : {_type_text(dims, src)}) outs({empty} : {_type_text(dims, dst)}) {{",
+            f" ins({value} : {tensor_text(dims, src)}) outs({empty} : {tensor_text(dims, dst)}) {{",
             f"^bb0(%in: {src}, %out: {dst}):",
             f"  %c = {op} %in : {src} to {dst}",
             f"  linalg.yield %c : {dst}",
-            f"}} -> {_type_text(dims, dst)}",
+            f"}} -> {tensor_text(dims, dst)}",
         ]
         return out
 
 
-def _cross(w: _Writer, values: list[str], types: list[Any], widths: frozenset[int],
+def _cross(w: ConversionWriter, values: list[str], types: list[Any], widths: frozenset[int],
            inward: bool) -> tuple[list[str], list[str], bool]:
     """The wide types of ``values`` and the values converted across the boundary (narrowed
     on the way in, widened on the way out); whether any was narrow."""
     wide, converted, narrow = [], [], False
     for value, t in zip(values, types):
-        info = _tensor(t)
-        conv = _conversion(info[1], widths) if info is not None else None
+        info = tensor_parts(t)
+        conv = conversion(info[1], widths) if info is not None else None
         if conv is None:
             wide.append(str(t))
             converted.append(value)
             continue
         narrow = True
         dims, elem = info
-        wide.append(_type_text(dims, conv[0]))
+        wide.append(tensor_text(dims, conv[0]))
         converted.append(w.convert(value, dims, conv[0], elem, conv[2]) if inward
                          else w.convert(value, dims, elem, conv[0], conv[1]))
     return wide, converted, narrow
@@ -111,7 +112,7 @@ def _wrapper(name: str, inner: str, args: list[Any], results: list[Any],
              widths: frozenset[int]) -> str | None:
     """The text of ``@name`` (wide) calling ``@inner`` (narrow), and a declaration of
     ``@inner``; None when no argument or result is narrow."""
-    w = _Writer()
+    w = ConversionWriter()
     wide_args, call_args, narrow_in = _cross(w, [f"%arg{i}" for i in range(len(args))], args,
                                              widths, inward=True)
     call = w.fresh()
