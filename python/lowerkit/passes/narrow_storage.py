@@ -162,6 +162,25 @@ def _rewrite(extract: Any, ir: Any, widths: frozenset[int], module_op: Any,
     extract.erase()
 
 
+def _yield_widened(op: Any, ir: Any, k: int, widen_op: str, wide: str) -> None:
+    """Make ``op``'s body yield its result ``k`` widened by ``widen_op`` to ``wide``."""
+    yield_op = list(op.regions[0].blocks[0].operations)[-1]
+    with ir.InsertionPoint(yield_op), op.location:
+        yield_op.operands[k] = ir.Operation.create(
+            widen_op, results=[ir.Type.parse(wide, op.context)],
+            operands=[yield_op.operands[k]]).results[0]
+
+
+def _hand_back_narrowed(op: Any, ir: Any, module_op: Any, helpers: dict, result: Any,
+                        dims: list[str], wide: str, elem: str, narrow_op: str,
+                        barrier: str) -> None:
+    """Give the readers of ``op``'s now wide ``result`` a narrowed copy of it."""
+    with ir.InsertionPoint.after(op), op.location:
+        back = _convert(module_op, ir, helpers, result, dims, wide, elem, narrow_op,
+                        barrier=barrier)
+    result.replace_all_uses_except(back, getattr(back.owner, "operation", back.owner))
+
+
 def _widen_reduction(op: Any, ir: Any, widths: frozenset[int], module_op: Any,
                      helpers: dict) -> int:
     """Make a reduction accumulate each narrow integer result in ``i32``, write it behind a
@@ -186,16 +205,10 @@ def _widen_reduction(op: Any, ir: Any, widths: frozenset[int], module_op: Any,
             narrowing = ir.Operation.create(
                 narrow_op, results=[ir.Type.parse(elem, module_op.context)], operands=[accumulator])
         accumulator.replace_all_uses_except(narrowing.results[0], narrowing)
-        yield_op = list(block.operations)[-1]
-        with ir.InsertionPoint(yield_op), op.location:
-            yield_op.operands[k] = ir.Operation.create(
-                widen_op, results=[ir.Type.parse(wide, module_op.context)],
-                operands=[yield_op.operands[k]]).results[0]
+        _yield_widened(op, ir, k, widen_op, wide)
         if users:
-            with ir.InsertionPoint.after(op), op.location:
-                back = _convert(module_op, ir, helpers, result, dims, wide, elem, narrow_op,
+            _hand_back_narrowed(op, ir, module_op, helpers, result, dims, wide, elem, narrow_op,
                                 barrier="input")
-            result.replace_all_uses_except(back, getattr(back.owner, "operation", back.owner))
         changed += 1
     return changed
 
@@ -263,16 +276,10 @@ def _write_wide(op: Any, ir: Any, widths: frozenset[int], module_op: Any, helper
             op.operands[n_in + k] = ir.Operation.create(
                 "tensor.empty", results=[wide_type], operands=list(empty.operands)).results[0]
         block.arguments[n_in + k].set_type(ir.Type.parse(wide, module_op.context))
-        yield_op = list(block.operations)[-1]
-        with ir.InsertionPoint(yield_op), op.location:
-            yield_op.operands[k] = ir.Operation.create(
-                widen_op, results=[ir.Type.parse(wide, module_op.context)],
-                operands=[yield_op.operands[k]]).results[0]
+        _yield_widened(op, ir, k, widen_op, wide)
         result.set_type(wide_type)
-        with ir.InsertionPoint.after(op), op.location:
-            back = _convert(module_op, ir, helpers, result, dims, wide, elem, narrow_op,
+        _hand_back_narrowed(op, ir, module_op, helpers, result, dims, wide, elem, narrow_op,
                             barrier="none")
-        result.replace_all_uses_except(back, getattr(back.owner, "operation", back.owner))
         changed += 1
     return changed
 
