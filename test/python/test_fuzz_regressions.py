@@ -496,11 +496,12 @@ def test_argmax_over_a_unit_dim(name, target):
 # target, and what the same defect reached once looked for: that target stores bools, bytes and
 # shorts packed into 32-bit words, and IREE 3.13 got them wrong, silently, at 1024 elements or
 # more (a dispatch writing the bytes of one word from different threads), and read signed bytes
-# as unsigned in compares, min/max, abs and shifts. `widen-narrow-storage` gathers, reduces and
-# writes them as 32-bit words and does the signed math in i32. Each case was wrong before
+# as unsigned in compares, min/max, abs and shifts. `widen-narrow-storage` gathers, reduces,
+# writes and moves them as 32-bit words and does the signed math in i32. Each case was wrong before
 # (elements wrong of the output's): the campaign's gather 64/128, an int8 embedding 96/96, a
 # flip of bools 983/2048, `any(0)` of bools 32/32, `amax(0)` of int8 32/32, `q + q` 1529/2048,
-# `maximum(q, -q)` 1787/2048, `relu` and `>> 2` 1039/2048.
+# `maximum(q, -q)` 1787/2048, `relu` and `>> 2` 1039/2048, `cat` of bools summed over rows
+# 64/64, a strided slice of bools 515/992.
 _G = torch.Generator().manual_seed(10)
 _BOOLS = torch.randn(2, 16, 2, 32, generator=_G) > 0
 _Q = torch.randint(-100, 100, (64, 32), generator=_G).to(torch.int8)
@@ -515,6 +516,8 @@ NARROW_ON_PORTABLE_VULKAN = {
     "amax-and-argmax-of-int8": (lambda q: (q.amax(0), q.argmax(1)), (_Q,)),
     "int8-sum-of-itself": (lambda q: q + q, (_Q,)),
     "int8-signed-math": (lambda q: (torch.maximum(q, -q), q.relu(), q >> 2, q.abs()), (_Q,)),
+    "concatenated-bools-summed": (lambda a: torch.cat([a > 0, a < -1], 1).sum(0), (_A,)),
+    "strided-slice-of-bools": (lambda a: (a > 0)[::2, 1:], (_A,)),
 }
 
 
@@ -527,18 +530,6 @@ def test_narrow_tensors_on_portable_vulkan(name):
     for g, w in zip(got if isinstance(got, tuple) else (got,),
                     want if isinstance(want, tuple) else (want,)):
         assert g.dtype == w.dtype and torch.equal(g, w), f"{int((g != w).sum())} of {w.numel()} wrong"
-
-
-# Found with the cases above and not fixed: a concatenation of bools reduced over its rows is
-# wrong on the portable target (64 of 64 elements); the concatenation writes its bools packed.
-@pytest.mark.runs_target
-@pytest.mark.xfail(strict=True, reason="open: a concatenation of bools is written packed on the "
-                   "portable vulkan target")
-def test_concatenated_bools_on_portable_vulkan():
-    def fn(a):
-        return torch.cat([a > 0, a < -1], 1).sum(0)
-    art = lowerkit.compile(fn, (_A,), target="vulkan", cache=False)
-    assert torch.equal(art(_A), fn(_A))
 
 
 # Fuzz campaign seed 2112 (at 28dbb1f), programs 955-956 on both Vulkan targets, minimised: a

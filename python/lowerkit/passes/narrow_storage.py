@@ -13,15 +13,18 @@ follow-ups, on that target only, at ``[64, 32]`` unless said:
 * a reduction with a narrow result: ``(a > 0).any(0)`` and ``q.amax(0)`` of an ``int8`` ``q``
   had every element wrong;
 * a narrow result written between two elementwise dispatches: ``q + q`` 1529 of 2048;
+* a narrow tensor moved packed: ``torch.cat([a > 0, a < -1], 1).sum(0)`` 64 of 64, a strided
+  slice of bools (behind `fence-strided-slices`' barrier) 515 of 992;
 * signed byte math: ``torch.maximum(q, -q)``, ``q.relu()``, ``q >> 2``, ``q.abs()``.
 
 Smaller tensors and 32-bit ones were right. So here a gather is pulled through the element
 conversions above its source (it reads their input and converts the element itself), and reads
 any other narrow source widened to ``i32`` behind a ``util.optimization_barrier``; a reduction
 accumulates its narrow results in ``i32`` and writes them behind a barrier; an elementwise op
-writes its narrow results widened and its readers truncate what they read; and signed byte math
-runs in ``i32`` (`_signed_math_in_i32`). Exact: every widening is undone by a truncation of the
-same values. Left open: other ops that write narrow tensors (a concatenation of bools).
+writes its narrow results widened and its readers truncate what they read; a data movement
+(`_MOVES`) moves words; and signed byte math runs in ``i32`` (`_signed_math_in_i32`). Exact:
+every widening is undone by a truncation of the same values. Not covered: a narrow tensor written
+by another kind of op (a sort's, a scatter's, a pad's), none of them seen wrong yet.
 Runs in IREE's MLIR build on linalg on tensors, for targets whose `Target.storage_bits` lack a
 width (`lowerkit.pipelines.target_fixes`).
 """
@@ -343,6 +346,63 @@ def _signed_math_in_i32(module_op: Any, ir: Any, widths: frozenset[int]) -> int:
     return len(found)
 
 
+# ops that move elements without looking at them: widened, they move the same values as words
+# (a barrier too: another target fix's, which writes its operand to memory)
+_MOVES = frozenset({"tensor.concat", "tensor.insert_slice", "tensor.extract_slice",
+                    "tensor.expand_shape", "tensor.collapse_shape", "tensor.cast",
+                    "linalg.transpose", "linalg.broadcast", "linalg.copy",
+                    "util.optimization_barrier"})
+
+
+def _wide_of(value: Any, ir: Any, widths: frozenset[int], moved: dict):
+    """A wide tensor that ``value`` (narrow) truncates, if any: a truncation generic's input,
+    or what an op widened by `_move_wide` hands back."""
+    for narrow_value, wide_value in moved.items():
+        if narrow_value == value:
+            return wide_value
+    conv = _conversion_of(value, ir)
+    if conv is not None and conv[1] in _TRUNCATIONS and _narrow(conv[0], widths) is None:
+        return conv[0]
+    return None
+
+
+def _move_wide(op: Any, ir: Any, widths: frozenset[int], module_op: Any, helpers: dict,
+               moved: dict) -> int:
+    """Make a data-movement op (`_MOVES`) with a narrow result move 32-bit words: its narrow
+    tensor operands are read wide (the tensor they truncate, or widened), its results are
+    wide, and its readers get them narrowed back. ``torch.cat([a > 0, a < -1], 1)`` of
+    ``[64, 32]`` was written packed, and its sum over rows was wrong in every element."""
+    if not op.results or _narrow(op.results[0], widths) is None:
+        return 0
+    dims, elem, (wide, widen_op, narrow_op) = _narrow(op.results[0], widths)
+    for i, operand in enumerate(list(op.operands)):
+        parts = _narrow(operand, widths)
+        if parts is None or parts[1] != elem:
+            continue
+        wide_value = _wide_of(operand, ir, widths, moved)
+        if wide_value is None:
+            with ir.InsertionPoint(op), op.location:
+                wide_value = _convert(module_op, ir, helpers, operand, parts[0], elem, wide,
+                                      widen_op, barrier="none")
+        op.operands[i] = wide_value
+    for region in op.regions:  # linalg.transpose / broadcast / copy: their body's arguments
+        for block in region.blocks:
+            for argument in block.arguments:
+                if str(argument.type) == elem:
+                    argument.set_type(ir.Type.parse(wide, module_op.context))
+    for result in op.results:
+        r_dims = _narrow(result, widths)[0]
+        result.set_type(ir.Type.parse(tensor_text(r_dims, wide), module_op.context))
+        if not list(result.uses):
+            continue
+        with ir.InsertionPoint.after(op), op.location:
+            back = _convert(module_op, ir, helpers, result, r_dims, wide, elem, narrow_op,
+                            barrier="none")
+        result.replace_all_uses_except(back, getattr(back.owner, "operation", back.owner))
+        moved[back] = result
+    return 1
+
+
 def _gathers(module_op: Any, ir: Any, widths: frozenset[int]) -> list:
     """The ``tensor.extract`` ops of gathers that read a narrow tensor (`_reads_narrow`)."""
     found = []
@@ -367,29 +427,39 @@ def _reductions(module_op: Any, ir: Any, widths: frozenset[int]) -> list:
 
 
 def widen(module_op: Any, widths: Iterable[int] = (32, 64)) -> int:
-    """Make every gather that reads a tensor whose element width is not in ``widths``
-    (directly or through conversions) read a 32-bit one, and every reduction with such a
-    result accumulate it in 32 bits; returns how many gathers and results changed. Inlines
-    first: a narrow input reaches the body as an argument of `widen-narrow-io`'s inner
-    function, and must be seen as the truncation of the public function's input."""
+    """Make the gathers, reductions, elementwise ops and data movements of tensors whose
+    element width is not in ``widths`` work on 32-bit words, and signed math on such
+    integers in ``i32``; returns how many places changed. Inlines first: a narrow input
+    reaches the body as an argument of `widen-narrow-io`'s inner function, and must be seen
+    as the truncation of the public function's input."""
     ir = ir_of(module_op)
     widths = frozenset(widths)
-    from iree.compiler import passmanager  # this pass runs in IREE's build only
-    passmanager.PassManager.parse("builtin.module(inline{default-pipeline=})", module_op.context).run(module_op)
     helpers: dict = {}
+
+    def inline():  # IREE's own build only; the inlined helpers are gone, so is their cache
+        from iree.compiler import passmanager
+        passmanager.PassManager.parse("builtin.module(inline{default-pipeline=})",
+                                      module_op.context).run(module_op)
+        helpers.clear()
+
+    def generics():
+        return ops_where(module_op, lambda op: op.name == "linalg.generic")
+
+    inline()
     changed = _signed_math_in_i32(module_op, ir, widths)
     for extract in _gathers(module_op, ir, widths):
         _rewrite(extract, ir, widths, module_op, helpers)
         changed += 1
     for op in _reductions(module_op, ir, widths):
         changed += _widen_reduction(op, ir, widths, module_op, helpers)
-    passmanager.PassManager.parse("builtin.module(inline{default-pipeline=})", module_op.context).run(module_op)
-    generics = ops_where(module_op, lambda op: op.name == "linalg.generic")
-    changed += sum(_write_wide(op, ir, widths, module_op, helpers) for op in generics)
-    passmanager.PassManager.parse("builtin.module(inline{default-pipeline=})",
-                                  module_op.context).run(module_op)
-    return changed + sum(_read_wide(op, ir, widths)
-                         for op in ops_where(module_op, lambda op: op.name == "linalg.generic"))
+    inline()
+    changed += sum(_write_wide(op, ir, widths, module_op, helpers) for op in generics())
+    inline()
+    moved: dict = {}
+    changed += sum(_move_wide(op, ir, widths, module_op, helpers, moved)
+                   for op in ops_where(module_op, lambda op: op.name in _MOVES))
+    inline()
+    return changed + sum(_read_wide(op, ir, widths) for op in generics())
 
 
 def run(module_op: Any, pass_: Any = None) -> None:

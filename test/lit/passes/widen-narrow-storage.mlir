@@ -85,3 +85,41 @@ func.func @signed_max(%a: tensor<8xi8>, %b: tensor<8xi8>) -> tensor<8xi8> {
   } -> tensor<8xi8>
   return %m : tensor<8xi8>
 }
+
+// -----
+
+// A concatenation of bools, each truncated from i32, concatenates the i32 tensors; its reader
+// (a reduction) reads them and truncates what it reads.
+// CHECK-LABEL: func.func @concat
+// CHECK: %[[C:.*]] = tensor.concat dim(1) %arg0, %arg1 : (tensor<4x8xi32>, tensor<4x8xi32>) -> tensor<4x16xi32>
+// CHECK: linalg.generic {{.*}} ins(%[[C]] : tensor<4x16xi32>)
+// CHECK: arith.trunci {{.*}} : i32 to i1
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @concat(%arg0: tensor<4x8xi32>, %arg1: tensor<4x8xi32>) -> tensor<16xi32> {
+  %e = tensor.empty() : tensor<4x8xi1>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%arg0 : tensor<4x8xi32>) outs(%e : tensor<4x8xi1>) {
+    ^bb0(%v: i32, %out: i1):
+      %t = arith.trunci %v : i32 to i1
+      linalg.yield %t : i1
+  } -> tensor<4x8xi1>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%arg1 : tensor<4x8xi32>) outs(%e : tensor<4x8xi1>) {
+    ^bb0(%v: i32, %out: i1):
+      %t = arith.trunci %v : i32 to i1
+      linalg.yield %t : i1
+  } -> tensor<4x8xi1>
+  %c = tensor.concat dim(1) %a, %b : (tensor<4x8xi1>, tensor<4x8xi1>) -> tensor<4x16xi1>
+  %zero = arith.constant 0 : i32
+  %ei = tensor.empty() : tensor<16xi32>
+  %init = linalg.fill ins(%zero : i32) outs(%ei : tensor<16xi32>) -> tensor<16xi32>
+  %s = linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%c : tensor<4x16xi1>) outs(%init : tensor<16xi32>) {
+    ^bb0(%v: i1, %acc: i32):
+      %x = arith.extui %v : i1 to i32
+      %r = arith.addi %x, %acc : i32
+      linalg.yield %r : i32
+  } -> tensor<16xi32>
+  return %s : tensor<16xi32>
+}
