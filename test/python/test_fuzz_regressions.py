@@ -578,6 +578,21 @@ def test_attention_with_another_value_head_dim_on_cpu(lengths):
     assert_matches_eager(art(*args), F.scaled_dot_product_attention(*args))
 
 
+# Fuzz campaign seed 2113, programs 437-439 on "cpu", minimised: attention with a single query
+# row in a batch of one (a [1, 1, 32] query against 5 keys; a one-head decode step) was 0.2-0.9
+# of the output's scale off with lowerkit's CPU attention tiles; IREE's own tiles are right.
+@pytest.mark.parametrize("shapes", [((1, 1, 32), (1, 5, 32)), ((1, 1, 16), (1, 8, 16)),
+                                    ((1, 1, 1, 32), (1, 1, 7, 32))],
+                         ids=["one-row-5-keys", "one-row-8-keys", "one-head-decode-step"])
+def test_attention_of_one_query_row_on_cpu(shapes):
+    q_shape, kv_shape = shapes
+    g = torch.Generator().manual_seed(9)
+    args = (torch.randn(*q_shape, generator=g), torch.randn(*kv_shape, generator=g),
+            torch.randn(*kv_shape, generator=g))
+    art = lowerkit.compile(F.scaled_dot_product_attention, args, cache=False)
+    assert_matches_eager(art(*args), F.scaled_dot_product_attention(*args))
+
+
 # Fuzz campaign seed 2111, programs 893-894 on "vulkan:llvmpipe", minimised: a grouped, dilated
 # convolution with one output column failed IREE's SPIR-V code ("'vector.transfer_read' op
 # with rank > 1 should be broken down"); `undilate-single-window-convs` gathers its taps.

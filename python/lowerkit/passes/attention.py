@@ -250,11 +250,12 @@ def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS) -> in
         scale = _scale(op, ir, d)
         if how == "cpu":
             tiles = cpu_tiles(m, s, d, limit)
-            if element != "f32" or tiles is None or shapes[2][2] != d:
+            if element != "f32" or tiles is None or shapes[2][2] != d or b * m == 1:
                 # values narrower than the keys (head dims 6 and 4) came out 0.4-1.0 of the
-                # output's scale off with these tiles (fuzz campaign seed 2112, programs 62-68);
-                # IREE's own tiles get them right, so any value head dim other than the
-                # query's keeps those
+                # output's scale off with these tiles (fuzz campaign seed 2112, programs 62-68),
+                # and so did a single query row of a batch of one (0.2-0.9: one [1, 1, 32]
+                # query against 5 keys, seed 2113, programs 437-439); IREE's own tiles get
+                # both right, so those keep them
                 continue
             text = _cpu_function(name, types, out, element, shapes, scale, tiles, loc,
                                  fuse_mask=len(inputs) < 4 or _computed_from_indices(inputs[3], ir))
