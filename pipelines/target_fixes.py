@@ -1,7 +1,7 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
 # CHECK: cpu: seed-as-input, lower-attention, fence-reductions, fence-gathered-slices, fence-batched-matmul-operands
-# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices, widen-narrow-storage, narrow-index-math
-# CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fence-reductions, guard-zero-divisors, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices
+# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices, widen-narrow-storage, narrow-index-math
+# CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices
 # CHECK-NEXT: cuda: seed-as-input, fence-reductions, fence-gathered-slices
 """target-fixes: what a target needs after any pipeline, for defects of IREE's code for its
 devices.
@@ -13,7 +13,8 @@ CPU path would fuse wrongly (`fence-reductions`, its CPU form). A target whose b
 Vulkan) gets `widen-narrow-io` at its boundary, and its gathers, reductions and elementwise ops
 work on narrow tensors as 32-bit words, with signed byte math in i32 (`widen-narrow-storage`:
 packed, they came out wrong); a Vulkan target gets every reduction fenced,
-float divisions guarded against zero divisors, the sources of pads and strided slices
+float divisions guarded against zero divisors, ``x - x`` kept NaN for an infinite ``x``
+(`keep-nan-self-subtract`: the driver may fold it to 0), the sources of pads and strided slices
 fenced, sorts IREE's SPIR-V code gets wrong (longer than 256) refused, and depthwise
 convolutions written with their loops in layout order (`reorder-depthwise-convs`), and a
 gather's source read from memory where a strided slice, pooling, convolution, contraction or
@@ -38,7 +39,8 @@ from lowerkit import Build, Pipeline, PythonPassStage, Target
 from lowerkit.target import CPU_OP_CONFIG_NATIVE_VECTORS, native_vector_bytes
 from lowerkit.passes import (attention, batched_operand_fence, depthwise_order,
                              gathered_slice_fence, narrow_storage, narrow_index_math,
-                             narrow_io, pad_fence, reduction_fence, seed_input, sort_guard,
+                             narrow_io, pad_fence, reduction_fence, seed_input, self_subtract,
+                             sort_guard,
                              strided_slice_fence, zero_divisor)
 
 
@@ -63,6 +65,7 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
         stages += [
             PythonPassStage.from_module(reduction_fence, lambda op: reduction_fence.fence(op, bits)),
             PythonPassStage.from_module(zero_divisor, zero_divisor.guard),
+            PythonPassStage.from_module(self_subtract, self_subtract.keep),
             PythonPassStage.from_module(pad_fence, pad_fence.fence),
             PythonPassStage.from_module(strided_slice_fence, strided_slice_fence.fence),
             PythonPassStage.from_module(sort_guard),

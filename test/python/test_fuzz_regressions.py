@@ -578,6 +578,26 @@ def test_attention_with_another_value_head_dim_on_cpu(lengths):
     assert_matches_eager(art(*args), F.scaled_dot_product_attention(*args))
 
 
+# Fuzz campaign seed 2113, programs 702-703 on both Vulkan targets: `v - v` of an infinite `v`
+# (a division by zero) came out 0 where eager gives NaN: the driver simplified `x - x`, as the
+# SPIR-V without float controls allows. `keep-nan-self-subtract` writes it with integer ops.
+def _self_subtract(a, w):
+    v = a / w
+    return v - v, (w / w.abs().min()) - (w / w.abs().min())
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe", "vulkan"])
+def test_a_value_minus_itself_stays_nan_on_vulkan(target):
+    g = torch.Generator().manual_seed(11)
+    a, w = torch.randn(1, 3, 16, 16, generator=g), torch.randn(1, 3, 16, 16, generator=g).half()
+    w[0, 0, 3, 11] = 0  # an infinity in each output, and 0 over the rest of the first
+    art = lowerkit.compile(_self_subtract, (a, w), target=target, cache=False)
+    for got, want in zip(art(a, w), _self_subtract(a, w)):
+        assert got.dtype == want.dtype
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got[~want.isnan()], want[~want.isnan()])
+
+
 # Fuzz campaign seed 2113, programs 437-439 on "cpu", minimised: attention with a single query
 # row in a batch of one (a [1, 1, 32] query against 5 keys; a one-head decode step) was 0.2-0.9
 # of the output's scale off with lowerkit's CPU attention tiles; IREE's own tiles are right.

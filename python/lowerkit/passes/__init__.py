@@ -39,4 +39,5 @@ PASSES = {
     "fence-gathered-slices": "gathered_slice_fence",
     "fence-batched-matmul-operands": "batched_operand_fence",
     "widen-narrow-storage": "narrow_storage",
+    "keep-nan-self-subtract": "self_subtract",
 }
