@@ -50,8 +50,7 @@ def keep(module_op: Any) -> int:
     if not ops_where(module_op, lambda op: op.name == "arith.subf"):
         return 0
     from iree.compiler import passmanager  # this pass runs in IREE's build only
-    passmanager.PassManager.parse("builtin.module(canonicalize,cse,canonicalize)",
-                                  module_op.context).run(module_op)
+    passmanager.PassManager.parse("builtin.module(cse)", module_op.context).run(module_op)
     found = ops_where(module_op, lambda op: op.name == "arith.subf"
                       and str(op.operands[0].type) in _WIDTHS
                       and _same_value(op.operands[0], op.operands[1], ir))
