@@ -44,8 +44,8 @@ def _same_value(a: Any, b: Any, ir: Any) -> bool:
 
 def keep(module_op: Any) -> int:
     """Rewrite every ``arith.subf %x, %x`` of an f32 or f16 ``x``; returns how many. Runs
-    IREE's canonicalization and CSE first, as IREE will: they merge two computations of one
-    value (``(a / w) - (a / w)``) and a generic's two reads of one tensor into one value."""
+    CSE first, as IREE will: it merges two computations of one value (``(a / w) - (a / w)``),
+    which `_same_value` then sees read twice."""
     ir = ir_of(module_op)
     if not ops_where(module_op, lambda op: op.name == "arith.subf"):
         return 0
