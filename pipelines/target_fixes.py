@@ -1,7 +1,7 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
 # CHECK: cpu: seed-as-input, lower-attention, fence-reductions, fence-gathered-slices, fence-batched-matmul-operands
-# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices, widen-narrow-storage, narrow-index-math
-# CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices
+# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fold-wide-casts-into-reductions, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices, widen-narrow-storage, narrow-index-math
+# CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fold-wide-casts-into-reductions, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices
 # CHECK-NEXT: cuda: seed-as-input, fence-reductions, fence-gathered-slices
 """target-fixes: what a target needs after any pipeline, for defects of IREE's code for its
 devices.
@@ -12,7 +12,9 @@ without 64-bit arithmetic refuses random ops), and gets a barrier after the redu
 CPU path would fuse wrongly (`fence-reductions`, its CPU form). A target whose buffers are 32-bit only (IREE's portable
 Vulkan) gets `widen-narrow-io` at its boundary, and its gathers, reductions and elementwise ops
 work on narrow tensors as 32-bit words, with signed byte math in i32 (`widen-narrow-storage`:
-packed, they came out wrong); a Vulkan target gets every reduction fenced,
+packed, they came out wrong); a Vulkan target gets a cast to 64 bits folded into the reductions that read it
+(`fold-wide-casts-into-reductions`: a variance's f64 tile overflowed workgroup memory), every
+reduction fenced,
 float divisions guarded against zero divisors, ``x - x`` kept NaN for an infinite ``x``
 (`keep-nan-self-subtract`: the driver may fold it to 0), the sources of pads and strided slices
 fenced, sorts IREE's SPIR-V code gets wrong (longer than 256) refused, and depthwise
@@ -40,7 +42,7 @@ from lowerkit.target import CPU_OP_CONFIG_NATIVE_VECTORS, native_vector_bytes
 from lowerkit.passes import (attention, batched_operand_fence, depthwise_order,
                              gathered_slice_fence, narrow_storage, narrow_index_math,
                              narrow_io, pad_fence, reduction_fence, seed_input, self_subtract,
-                             sort_guard,
+                             sort_guard, wide_cast_fold,
                              strided_slice_fence, zero_divisor)
 
 
@@ -63,6 +65,7 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
             op, native_vector_bytes(target), CPU_OP_CONFIG_NATIVE_VECTORS)))
     if "vulkan-spirv" in target.backend:  # IREE build: the barrier is IREE's `util` dialect
         stages += [
+            PythonPassStage.from_module(wide_cast_fold, wide_cast_fold.fold),
             PythonPassStage.from_module(reduction_fence, lambda op: reduction_fence.fence(op, bits)),
             PythonPassStage.from_module(zero_divisor, zero_divisor.guard),
             PythonPassStage.from_module(self_subtract, self_subtract.keep),

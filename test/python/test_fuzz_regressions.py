@@ -697,3 +697,24 @@ def test_computed_batched_operand_with_dynamic_rows_on_cpu():
         for b, m in ((2, 5), (3, 7), (1, 12)):
             args = (torch.randn(b, m, 16, generator=_W), torch.randn(b, 8, 16, generator=_W))
             assert_matches_eager(art(*args), fn(*args))
+
+
+# Fuzz campaign seed 2113, programs 1530-1533 on "vulkan:llvmpipe": `F.group_norm(a, 2)` over
+# [2, 32, 64] failed to compile, its f64 variance asking for 32832 bytes of workgroup memory
+# (the limit is 32768). torch-mlir widens the input to f64 once for two reductions; IREE's
+# SPIR-V code kept the widened tile in workgroup memory. `fold-wide-casts-into-reductions`.
+_VARIANCES = {
+    "group-norm-2113-1530": (lambda a: F.group_norm(a, 2), (2, 32, 64)),
+    "var-4x1024": (lambda a: torch.var(a, -1), (4, 1024)),
+    "var-mean-2x4096": (lambda a: torch.var_mean(a, -1), (2, 4096)),
+}
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe", "vulkan"])
+@pytest.mark.parametrize("case", list(_VARIANCES))
+def test_variances_of_long_rows_on_vulkan(case, target):
+    fn, shape = _VARIANCES[case]
+    a = torch.randn(*shape, generator=torch.Generator().manual_seed(12))
+    art = lowerkit.compile(fn, (a,), target=target, cache=False)
+    assert_matches_eager(art(a), fn(a))

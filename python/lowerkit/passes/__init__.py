@@ -29,6 +29,7 @@ PASSES = {
     "seed-as-input": "seed_input",
     # IREE's build (each module's BUILD): the target fixes (lowerkit.pipelines.target_fixes)
     "lower-attention": "attention",
+    "fold-wide-casts-into-reductions": "wide_cast_fold",
     "fence-reductions": "reduction_fence",
     "guard-zero-divisors": "zero_divisor",
     "fence-pad-sources": "pad_fence",
