@@ -434,9 +434,17 @@ def strided_then_nearest(a):  # campaign seed 2111, programs 51-53 on cpu, minim
     return (F.silu(F.interpolate(v3, scale_factor=2, mode='nearest')),)
 
 
+def part_of_a_column_then_selected(a):  # campaign seed 2113, programs 1346-1348, minimised
+    """A 1-wide pool with stride 3 over 2 columns keeps the first: a unit-stride slice that
+    still skips every other element, gathered by ``index_select``."""
+    v = F.max_pool1d(a, 1, stride=3, dilation=2)
+    return torch.floor((torch.index_select(v, 0, torch.tensor([1])) + a) * 0.75)
+
+
 GATHERED_SLICES = {"adaptive_max_pool": (strided_then_upsampled_max_pool, torch.float32),
                    "nearest_f32": (strided_then_nearest, torch.float32),
-                   "nearest_f16": (strided_then_nearest, torch.float16)}
+                   "nearest_f16": (strided_then_nearest, torch.float16),
+                   "part_of_a_column_f16": (part_of_a_column_then_selected, torch.float16)}
 
 
 @pytest.mark.parametrize("name", [  # nearest_f32 takes the adaptive pool's path: opt-in
@@ -451,6 +459,8 @@ def test_strided_slice_into_a_gather(name):
     elementwise conversion to float32."""
     fn, dtype = GATHERED_SLICES[name]
     b = (torch.arange(10, dtype=torch.float32).reshape(1, 2, 5) / 4 - 1).to(dtype)
+    if name == "part_of_a_column_f16":
+        b = (torch.arange(128, dtype=torch.float32).reshape(2, 32, 2) / 32 - 2).to(dtype)
     assert_matches_eager(lowerkit.compile(fn, (b,), target="cpu")(b), fn(b))
 
 
