@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._linalg import reduces
 from ._source_fence import fence_source, ir_of, ops_where
 
 NAME = "fence-batched-matmul-operands"
@@ -31,16 +32,12 @@ BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
 WIDEST_TILE = 16  # IREE's largest x86 data tile along a row or reduction dim (f32, AVX-512)
 
 
-def _iterators(op: Any, ir: Any) -> list[str]:
-    return [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-
-
 def is_batched_contraction(op: Any, ir: Any) -> bool:
     """A named batch matmul, or an einsum-like generic (a reduction loop, two inputs or more)
     whose result has three dims or more: what data tiling packs per batch."""
     if op.name == "linalg.generic":
         n_in = len(op.operands) - len(op.results)
-        return (n_in >= 2 and any("reduction" in it for it in _iterators(op, ir))
+        return (n_in >= 2 and reduces(op)
                 and ir.RankedTensorType(op.results[0].type).rank >= 3)
     return op.name.startswith("linalg.batch_") and "mat" in op.name
 

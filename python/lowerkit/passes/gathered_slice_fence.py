@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._linalg import reduces
 from ._source_fence import LEAVES, ir_of, ops_where
 
 NAME = "fence-gathered-slices"
@@ -69,8 +70,7 @@ def _strided_slice_under(value: Any, ir: Any, depth: int = 0) -> bool:
         return _strided_slice_under(op.operands[0], ir, depth + 1)
     if op.name == "tensor.extract_slice":
         return not _contiguous(op, ir)
-    if op.name == "linalg.generic" and not any(
-            "reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])):
+    if op.name == "linalg.generic" and not reduces(op):
         n_in = len(op.operands) - len(op.results)
         return any(_strided_slice_under(v, ir, depth + 1) for v in list(op.operands)[:n_in])
     return False
@@ -85,7 +85,7 @@ def _windowed_under(value: Any, ir: Any) -> bool:
     if op is None or op.name in LEAVES or op.name == "tensor.extract_slice":
         return False
     if op.name == "linalg.generic":
-        return any("reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"]))
+        return reduces(op)
     return op.name.startswith("linalg.")
 
 

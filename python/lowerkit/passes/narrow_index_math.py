@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from ..ir import Build
+from ._linalg import reduces, reduction_loops
 
 NAME = "narrow-index-math"
 BUILD = "iree"
@@ -177,7 +178,7 @@ class Ranges:
         n_in = len(op.operands) - len(op.results)
         inits = [self.tensor(v) for v in list(op.operands)[n_in:]]
         yields = list(block.operations)[-1].operands
-        kinds = ["reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+        kinds = reduction_loops(op)
         sizes = self.loop_sizes(op)
         if not any(kinds):
             env = {}
@@ -329,8 +330,7 @@ def narrow(module_op: Any) -> int:
                               str(o.operation.operands[-1].type))]
         if not todo:
             continue
-        kinds = ["reduction" in str(a)
-                 for a in ir.ArrayAttr(generic.attributes["iterator_types"])]
+        kinds = reduction_loops(generic)
         env: dict = {}
         if any(kinds):
             env = {"outs": ranges.generic_results(generic)}  # None where unknown (floats)
@@ -353,7 +353,7 @@ def _narrow_results(generic: Any, ir: Any, i32: Any) -> None:
     the producer's and the consumers' dispatches, so that a tensor IREE materialises between
     dispatches (or hoists as a constant: a causal mask's ``arange(S) - arange(L)``) is i32,
     whose loads IREE's vectorizer can handle where i64 ones fail."""
-    if any("reduction" in str(a) for a in ir.ArrayAttr(generic.attributes["iterator_types"])):
+    if reduces(generic):
         return  # an elementwise pair after a reduction is a dispatch of its own
     block = generic.regions[0].blocks[0]
     yields = list(block.operations)[-1].operands

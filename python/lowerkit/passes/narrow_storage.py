@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ._linalg import reduces
 from ._source_fence import ir_of, ops_where
 from .narrow_io import conversion, tensor_parts, tensor_text, ConversionWriter
 
@@ -258,7 +259,7 @@ def _write_wide(op: Any, ir: Any, widths: frozenset[int], module_op: Any, helper
     does not always fuse two elementwise ops, and a narrow tensor written between them came
     out wrong (``q + q`` of an ``int8`` ``q`` of [64, 32] had 1529 of 2048 elements wrong,
     ``torch.maximum(q, -q)`` 781). Returns how many results."""
-    if any("reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])):
+    if reduces(op):
         return 0
     conv = _conversion_of(op.results[0], ir) if len(op.results) == 1 else None
     if conv is not None and conv[1] in _TRUNCATIONS and _narrow(conv[0], widths) is None:
@@ -420,7 +421,7 @@ def _reductions(module_op: Any, ir: Any, widths: frozenset[int]) -> list:
     """The ``linalg.generic`` reductions with a narrow integer result."""
     def wanted(op):
         return (op.name == "linalg.generic"
-                and any("reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"]))
+                and reduces(op)
                 and any(_narrow(r, widths) is not None and _narrow(r, widths)[2][0] == "i32"
                         for r in op.results))
     return ops_where(module_op, wanted)

@@ -35,16 +35,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir import Build
+from ._linalg import reduces, reduction_loops
 
 NAME = "fence-reductions"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
-
-
-def _loop_kinds(op: Any, ir: Any) -> list[bool]:
-    """For each loop of a ``linalg.generic``, whether it is a reduction (none for other ops)."""
-    if op.name != "linalg.generic" or "iterator_types" not in op.attributes:
-        return []
-    return ["reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
 # named ops that reduce, each over its innermost loops
@@ -84,7 +78,7 @@ def _read_transposed(value: Any, ir: Any, depth: int = 0) -> bool:
             maps = ir.ArrayAttr(user.attributes["indexing_maps"])
             if _permuted(ir.AffineMapAttr(maps[use.operand_number]).value, ir):
                 return True
-            if not any(_loop_kinds(user, ir)) and any(
+            if not reduces(user) and any(
                     _read_transposed(r, ir, depth + 1) for r in user.results):
                 return True
     return False
@@ -103,7 +97,7 @@ def _derived(value: Any, ir: Any, depth: int = 0) -> list[Any]:
         user = use.owner
         moved = user.name in _MOVES and use.operand_number == 0
         elementwise = (user.name == "linalg.generic" and use.operand_number < _inputs(user, ir)
-                       and not any(_loop_kinds(user, ir)))
+                       and not reduces(user))
         if user.name in _RESHAPES or moved or elementwise:
             for r in user.results:
                 out += _derived(r, ir, depth + 1)
@@ -183,7 +177,7 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
     found = []
 
     def visit(op):
-        kinds = _loop_kinds(op, ir)
+        kinds = reduction_loops(op)
         if not cpu and op.name.startswith(_NAMED_REDUCTIONS):
             if any(_broadcast_inward(r, ir) for r in op.results):
                 found.append((op, False))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._linalg import reduces
 from ._source_fence import ir_of, ops_where
 
 NAME = "fold-wide-casts-into-reductions"
@@ -27,10 +28,6 @@ _CASTS = frozenset({"arith.extf", "arith.extsi", "arith.extui", "arith.sitofp", 
 _WIDE = frozenset({"f64", "i64"})
 
 
-def _iterators(op: Any, ir: Any) -> list[str]:
-    return [str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-
-
 def _lone_cast(value: Any, ir: Any) -> Any:
     """The cast op of the ``linalg.generic`` that computes ``value`` by casting its one input
     elementwise (identity maps, all loops parallel), or None."""
@@ -38,7 +35,7 @@ def _lone_cast(value: Any, ir: Any) -> Any:
     if not isinstance(producer, ir.Operation) or producer.name != "linalg.generic" \
             or len(producer.operands) != 2 or len(producer.results) != 1:
         return None
-    if any(kind != "parallel" for kind in _iterators(producer, ir)):
+    if reduces(producer):
         return None
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(producer.attributes["indexing_maps"])]
     if not all(m.is_permutation and m == ir.AffineMap.get_identity(m.n_dims) for m in maps):
@@ -57,8 +54,7 @@ def fold(module_op: Any) -> int:
     """Fold each lone cast to f64 or i64 into every reduction that reads it; returns how many
     operands were rewritten."""
     ir = ir_of(module_op)
-    reductions = ops_where(module_op, lambda op: op.name == "linalg.generic"
-                           and "reduction" in _iterators(op, ir))
+    reductions = ops_where(module_op, reduces)
     folded = 0
     for reduction in reductions:
         n_in = len(reduction.operands) - len(reduction.results)

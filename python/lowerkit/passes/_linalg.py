@@ -1,0 +1,25 @@
+"""Which loops of a ``linalg.generic`` reduce: what most of lowerkit's fixes key on.
+
+A fused reduction (`fence-reductions`), a reduction's narrow result (`widen-narrow-storage`,
+`narrow-index-math`), a batched contraction (`fence-batched-matmul-operands`) and a cast a
+reduction reads (`fold-wide-casts-into-reductions`) are all told apart by the op's
+``iterator_types``. Works in either MLIR build.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._source_fence import ir_of
+
+
+def reduction_loops(op: Any) -> list[bool]:
+    """For each loop of a ``linalg.generic``, whether it reduces; empty for any other op."""
+    if op.name != "linalg.generic" or "iterator_types" not in op.attributes:
+        return []
+    return ["reduction" in str(a) for a in ir_of(op).ArrayAttr(op.attributes["iterator_types"])]
+
+
+def reduces(op: Any) -> bool:
+    """Whether ``op`` is a ``linalg.generic`` with a reduction loop."""
+    return any(reduction_loops(op))
