@@ -427,6 +427,14 @@ def _reductions(module_op: Any, ir: Any, widths: frozenset[int]) -> list:
     return ops_where(module_op, wanted)
 
 
+def _holds_narrow(module_op: Any, widths: frozenset[int]) -> bool:
+    """Whether any op's result or any block's argument is a tensor the target cannot store."""
+    def narrow_here(op):
+        values = list(op.results) + [a for r in op.regions for b in r.blocks for a in b.arguments]
+        return any(_narrow(v, widths) is not None for v in values)
+    return bool(ops_where(module_op, narrow_here))
+
+
 def widen(module_op: Any, widths: Iterable[int] = (32, 64)) -> int:
     """Make the gathers, reductions, elementwise ops and data movements of tensors whose
     element width is not in ``widths`` work on 32-bit words, and signed math on such
@@ -446,6 +454,8 @@ def widen(module_op: Any, widths: Iterable[int] = (32, 64)) -> int:
     def generics():
         return ops_where(module_op, lambda op: op.name == "linalg.generic")
 
+    if not _holds_narrow(module_op, widths):
+        return 0  # most programs: nothing to widen, and no inlining to pay for
     inline()
     changed = _signed_math_in_i32(module_op, ir, widths)
     for extract in _gathers(module_op, ir, widths):
