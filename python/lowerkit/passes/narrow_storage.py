@@ -35,7 +35,7 @@ from typing import Any, Iterable
 
 from ._linalg import reduces
 from ._source_fence import ir_of, ops_where
-from .narrow_io import conversion, tensor_parts, tensor_text, ConversionWriter
+from ._narrow_types import ConversionWriter, conversion, tensor_parts, tensor_text
 
 NAME = "widen-narrow-storage"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
