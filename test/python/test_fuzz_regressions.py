@@ -728,3 +728,33 @@ def test_variances_of_long_rows_on_vulkan(case, target):
     a = torch.randn(*shape, generator=torch.Generator().manual_seed(12))
     art = lowerkit.compile(fn, (a,), target=target, cache=False)
     assert_matches_eager(art(a), fn(a))
+
+
+# Fuzz campaign seed 2114, programs 352-353 on every target: `F.interpolate(v, mode='linear')`
+# of a `v` with infinities (a division by zero) was NaN where eager gives +-inf. PyTorch's
+# decomposition writes `x0 + a * (x1 - x0)`; eager's kernel weighs both neighbours, and rounds
+# its float32 source index once (`_upsample_linear` in lowerkit's decompositions).
+def _infinite_then_linear(a, w):
+    return F.interpolate(a * 0.5 / w, scale_factor=3, mode="linear", align_corners=True)
+
+
+def _infinite_then_bilinear(x):
+    return (F.interpolate(x, scale_factor=3, mode="bilinear", align_corners=False),
+            F.interpolate(x, size=(7, 4), mode="bilinear", align_corners=True))
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["cpu", "vulkan:llvmpipe"])
+def test_linear_interpolation_of_infinities(target):
+    g = torch.Generator().manual_seed(3)
+    a, w = torch.randn(1, 4, 5, generator=g).half(), torch.randint(-2, 3, (1, 4, 5), generator=g)
+    x = torch.randn(2, 3, 5, 6, generator=g)
+    x[0, 0, 0, 3], x[0, 0, 1, 5] = float("inf"), float("-inf")
+    for fn, args in ((_infinite_then_linear, (a, w)), (_infinite_then_bilinear, (x,))):
+        got = lowerkit.compile(fn, args, target=target, cache=False)(*args)
+        want = fn(*args)
+        for g_, w_ in zip(got if isinstance(got, tuple) else (got,),
+                          want if isinstance(want, tuple) else (want,)):
+            assert torch.equal(g_.isnan(), w_.isnan()) and torch.equal(g_.isinf(), w_.isinf())
+            assert torch.equal(g_[w_.isinf()], w_[w_.isinf()])
+            assert_matches_eager(g_[w_.isfinite()], w_[w_.isfinite()])

@@ -24,6 +24,10 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   torch's math form materialises the ``[heads, L, L]`` scores (issue 22: 48x slower than eager
   at 4 heads x 1500), IREE's attention op never writes them out.
 
+* ``upsample_linear1d`` / ``bilinear2d`` / ``trilinear3d``: written as eager's kernel computes
+  them (`_upsample_linear`), not as PyTorch's decomposition, which gave NaN next to an
+  infinite input where eager gives the infinity.
+
 * 3-D ``convolution`` (float32, static sizes): one 2-D convolution per kernel depth, over
   the output depths folded into the batch, summed. IREE 3.13 has no im2col
   for ``linalg.conv_3d_ncdhw_fcdhw`` and runs it as a loop nest (a 64->64 3x3x3 conv over
@@ -303,6 +307,71 @@ def _unsafe_index(x: torch.Tensor, indices: list) -> Any:
     return aten.index.Tensor(x, clamped)
 
 
+def _linear_source(n_in: int, n_out: int, align_corners: bool, scale: Any,
+                   dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For each output position along one dim: the two input positions it reads and the
+    weight of the second, rounded as eager's kernel rounds them in ``dtype``.
+
+    Eager's float32 kernel fuses ``step * (i + 0.5) - 0.5`` into one rounding (measured: at
+    ``scale_factor=3`` the first rows' weight is 1.5e-8, not 0, and an infinite neighbour
+    times it stays infinite where 0 times it is NaN). The step is a ratio ``num / den`` of
+    integers with ``den`` a power of two, so that value is ``(num * (2i + 1) - den) / 2den``:
+    an exact int64, converted to float32 (the one rounding) and scaled by a power of two
+    (exact), whatever the compiler contracts. Its float64 kernel rounds each op."""
+    import numpy as np
+
+    i = torch.arange(n_out)
+    if dtype != torch.float64:
+        dtype = torch.float32
+    f = np.float32 if dtype == torch.float32 else np.float64
+    if align_corners:
+        step = float(f(n_in - 1) / f(n_out - 1)) if n_out > 1 else 0.0
+        src = i.to(dtype) * step
+    else:
+        step = float(f(1.0 / scale)) if scale is not None and scale > 0 \
+            else float(f(n_in) / f(n_out))
+        if dtype == torch.float64:
+            src = (i.to(dtype) + 0.5) * step - 0.5
+        else:
+            num, den = step.as_integer_ratio()
+            src = (num * (2 * i + 1) - den).to(dtype) * (0.5 / den)
+    src = src.clamp(min=0.0)
+    lo = src.to(torch.int64)
+    return lo, (lo + 1).clamp(max=n_in - 1), (src - lo.to(dtype)).clamp(0.0, 1.0)
+
+
+def _upsample_linear(x: torch.Tensor, output_size: Any, align_corners: bool,
+                     *scales: Any) -> Any:
+    """Linear, bilinear and trilinear upsampling that weighs both neighbours,
+    ``(1 - a) * x0 + a * x1``, one dim at a time from the last, as eager's kernel does.
+    PyTorch's decomposition writes ``x0 + a * (x1 - x0)``, which is NaN where ``x0`` is
+    infinite, also at ``a = 0`` where eager gives ``x0`` (fuzz campaign seed 2114, program 352:
+    ``interpolate`` of a division by zero, on every target)."""
+    dims = x.dim() - 2
+    if not x.is_floating_point() or not _static(x) or output_size is None \
+            or len(output_size) != dims:
+        return NotImplemented
+    scales = list(scales) + [None] * (dims - len(scales))
+    opmath = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    y = x.to(opmath)
+    for d in reversed(range(dims)):
+        lo, hi, a = _linear_source(x.shape[2 + d], output_size[d], align_corners, scales[d],
+                                   opmath)
+        a = a.reshape([-1] + [1] * (dims - 1 - d))
+        y = y.index_select(2 + d, lo) * (1 - a) + y.index_select(2 + d, hi) * a
+    return y.to(x.dtype)
+
+
+def _upsample_linear_vec(x: torch.Tensor, output_size: Any, align_corners: bool,
+                         scale_factors: Any) -> Any:
+    """The ``.vec`` overloads: the output size from the scale factors, as eager computes it."""
+    if output_size is None:
+        if scale_factors is None:
+            return NotImplemented
+        output_size = [int(math.floor(n * s)) for n, s in zip(x.shape[2:], scale_factors)]
+    return _upsample_linear(x, output_size, align_corners, *(scale_factors or ()))
+
+
 def _threshold_backward(grad: torch.Tensor, x: torch.Tensor, threshold: Any) -> Any:
     """In the dtype eager gives, ``grad``'s and ``x``'s promoted: PyTorch's decomposition keeps
     ``grad``'s (an int64 gradient of a float32 input came back int64 where eager gives
@@ -405,6 +474,12 @@ def table() -> dict[Any, Callable]:
         aten.isfinite.default: _isfinite,
         aten._unsafe_index.Tensor: _unsafe_index,
         aten.threshold_backward.default: _threshold_backward,
+        aten.upsample_linear1d.default: _upsample_linear,
+        aten.upsample_bilinear2d.default: _upsample_linear,
+        aten.upsample_trilinear3d.default: _upsample_linear,
+        aten.upsample_linear1d.vec: _upsample_linear_vec,
+        aten.upsample_bilinear2d.vec: _upsample_linear_vec,
+        aten.upsample_trilinear3d.vec: _upsample_linear_vec,
         aten.kthvalue.default: _kthvalue,
         aten.normal.Tensor_float: _normal,
         aten.normal.float_Tensor: _normal,
