@@ -618,7 +618,7 @@ BLOCKS: dict[str, Block] = {
         render_executor_scaling),
     "fuzz": Block(
         ("fuzz.json",),
-        (".venv/bin/python benchmarks/fuzz_campaign.py --examples 2000 --seed 2113"
+        (".venv/bin/python benchmarks/fuzz_campaign.py --examples 2000 --seed 2114"
          " --target cpu,vulkan:llvmpipe,vulkan --shards 2 --json benchmarks/results/fuzz.json"
          " [--resume] [--timeout SECONDS]",),
         render_fuzz),
