@@ -26,7 +26,8 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
 
 * ``upsample_linear1d`` / ``bilinear2d`` / ``trilinear3d``: written as eager's kernel computes
   them (`_upsample_linear`), not as PyTorch's decomposition, which gave NaN next to an
-  infinite input where eager gives the infinity.
+  infinite input where eager gives the infinity; ``upsample_nearest*`` likewise
+  (`_upsample_nearest`): torch-mlir's lowering picked another row at some ratios.
 
 * 3-D ``convolution`` (float32, static sizes): one 2-D convolution per kernel depth, over
   the output depths folded into the batch, summed. IREE 3.13 has no im2col
@@ -372,6 +373,43 @@ def _upsample_linear_vec(x: torch.Tensor, output_size: Any, align_corners: bool,
     return _upsample_linear(x, output_size, align_corners, *(scale_factors or ()))
 
 
+def _upsample_nearest(x: torch.Tensor, output_size: Any, *scales: Any) -> Any:
+    """Nearest upsampling (and downsampling) that picks the input element eager picks,
+    ``floor(i * scale)`` with the scale ``in / out`` rounded to float32 first. torch-mlir's
+    lowering divides by ``out / in`` instead, and rounds the other way: 14 rows to 2 read row 6
+    where eager reads row 7 (fuzz campaign seed 2114, program 1342, on every target). The
+    indices are int32, which a target without Int64 can index with."""
+    import numpy as np
+
+    dims = x.dim() - 2
+    if not _static(x) or output_size is None or len(output_size) != dims:
+        return NotImplemented
+    scales = list(scales) + [None] * (dims - len(scales))
+    y = x
+    for d in range(dims):
+        n_in, n_out, s = x.shape[2 + d], output_size[d], scales[d]
+        if n_out == n_in:
+            continue
+        i = torch.arange(n_out, dtype=torch.int32)
+        if n_out == 2 * n_in:  # eager's own shortcut
+            src = i // 2
+        else:
+            step = float(np.float32(1.0 / s)) if s is not None and s > 0 \
+                else float(np.float32(n_in) / np.float32(n_out))
+            src = (i.to(torch.float32) * step).floor().to(torch.int32).clamp(max=n_in - 1)
+        y = y.index_select(2 + d, src)
+    return y
+
+
+def _upsample_nearest_vec(x: torch.Tensor, output_size: Any, scale_factors: Any) -> Any:
+    """The ``.vec`` overloads: the output size from the scale factors, as eager computes it."""
+    if output_size is None:
+        if scale_factors is None:
+            return NotImplemented
+        output_size = [int(n * s) for n, s in zip(x.shape[2:], scale_factors)]
+    return _upsample_nearest(x, output_size, *(scale_factors or ()))
+
+
 def _threshold_backward(grad: torch.Tensor, x: torch.Tensor, threshold: Any) -> Any:
     """In the dtype eager gives, ``grad``'s and ``x``'s promoted: PyTorch's decomposition keeps
     ``grad``'s (an int64 gradient of a float32 input came back int64 where eager gives
@@ -474,6 +512,12 @@ def table() -> dict[Any, Callable]:
         aten.isfinite.default: _isfinite,
         aten._unsafe_index.Tensor: _unsafe_index,
         aten.threshold_backward.default: _threshold_backward,
+        aten.upsample_nearest1d.default: _upsample_nearest,
+        aten.upsample_nearest2d.default: _upsample_nearest,
+        aten.upsample_nearest3d.default: _upsample_nearest,
+        aten.upsample_nearest1d.vec: _upsample_nearest_vec,
+        aten.upsample_nearest2d.vec: _upsample_nearest_vec,
+        aten.upsample_nearest3d.vec: _upsample_nearest_vec,
         aten.upsample_linear1d.default: _upsample_linear,
         aten.upsample_bilinear2d.default: _upsample_linear,
         aten.upsample_trilinear3d.default: _upsample_linear,
