@@ -786,3 +786,24 @@ def test_nearest_interpolation_picks_eagers_element(case, target):
         assert_matches_eager(got, fn(x))
     else:  # a pick: exact
         assert torch.equal(got, fn(x))
+
+
+# Fuzz campaign seed 2114, programs 1348 and 1352 on "vulkan:llvmpipe", minimised: a gather
+# fused with the reduction that reads it (through an add of a widened float16 input) was 1.7
+# of the output's scale off. `fence-gathered-slices` (Vulkan) writes such a gather first.
+_GATHER_THEN_REDUCED = {
+    "index-select-group-norm": lambda a, w: F.group_norm(
+        a.index_select(2, torch.tensor([1, 0])) + w.float(), 4),
+    "program-1352": lambda a, w: F.group_norm(
+        torch.maximum(F.interpolate(a, size=2, mode="linear"), w), 4),
+}
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe", "vulkan"])
+@pytest.mark.parametrize("case", list(_GATHER_THEN_REDUCED))
+def test_a_gather_read_by_a_reduction_on_vulkan(case, target):
+    fn = _GATHER_THEN_REDUCED[case]
+    g = torch.Generator().manual_seed(0)
+    a, w = torch.randn(1, 16, 2, generator=g), torch.randn(1, 16, 2, generator=g).half()
+    assert_matches_eager(lowerkit.compile(fn, (a, w), target=target, cache=False)(a, w), fn(a, w))

@@ -12,6 +12,11 @@ from typing import Any
 
 from ._source_fence import ir_of
 
+# named ops that reduce, each over its innermost loops
+NAMED_REDUCTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.matvec", "linalg.vecmat",
+                    "linalg.batch_matvec", "linalg.batch_vecmat", "linalg.dot", "linalg.conv_",
+                    "linalg.depthwise_conv_", "linalg.pooling_", "linalg.contract")
+
 
 def reduction_loops(op: Any) -> list[bool]:
     """For each loop of a ``linalg.generic``, whether it reduces; empty for any other op."""

@@ -35,16 +35,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir import Build
-from ._linalg import reduces, reduction_loops
+from ._linalg import NAMED_REDUCTIONS, reduces, reduction_loops
 
 NAME = "fence-reductions"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
 
 
-# named ops that reduce, each over its innermost loops
-_NAMED_REDUCTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.matvec", "linalg.vecmat",
-                     "linalg.batch_matvec", "linalg.batch_vecmat", "linalg.dot", "linalg.conv_",
-                     "linalg.depthwise_conv_", "linalg.pooling_", "linalg.contract")
 
 
 def _outer_reduction(kinds: list[bool]) -> bool:
@@ -178,7 +174,7 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
 
     def visit(op):
         kinds = reduction_loops(op)
-        if not cpu and op.name.startswith(_NAMED_REDUCTIONS):
+        if not cpu and op.name.startswith(NAMED_REDUCTIONS):
             if any(_broadcast_inward(r, ir) for r in op.results):
                 found.append((op, False))
         elif not cpu and _outer_reduction(kinds):
