@@ -793,7 +793,7 @@ def test_nearest_interpolation_picks_eagers_element(case, target):
 # of the output's scale off. `fence-gathered-slices` (Vulkan) writes such a gather first.
 _GATHER_THEN_REDUCED = {
     "index-select-group-norm": lambda a, w: F.group_norm(
-        a.index_select(2, torch.tensor([1, 0])) + w.float(), 4),
+        a.index_select(2, torch.tensor([1, 0], dtype=torch.int32)) + w.float(), 4),
     "program-1352": lambda a, w: F.group_norm(
         torch.maximum(F.interpolate(a, size=2, mode="linear"), w), 4),
 }
