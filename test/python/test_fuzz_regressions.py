@@ -807,3 +807,22 @@ def test_a_gather_read_by_a_reduction_on_vulkan(case, target):
     g = torch.Generator().manual_seed(0)
     a, w = torch.randn(1, 16, 2, generator=g), torch.randn(1, 16, 2, generator=g).half()
     assert_matches_eager(lowerkit.compile(fn, (a, w), target=target, cache=False)(a, w), fn(a, w))
+
+
+# Fuzz campaign seed 2114, program 730 on "vulkan:llvmpipe", minimised: a strided slice that
+# keeps a unit dim, fused with the op reading it, failed IREE's SPIR-V code ("failed to legalize
+# unresolved materialization"); `fence-strided-slices` makes it a copy of its own.
+_UNIT_DIM_SLICES = {
+    "program-730": (lambda a: (-F.max_pool1d(a, 1, stride=2, dilation=2), torch.tanh(a)),
+                    (1, 1, 32), torch.float16),
+    "negated-row": (lambda a: -a[..., ::2], (1, 32), torch.float32),
+}
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe", "vulkan"])
+@pytest.mark.parametrize("case", list(_UNIT_DIM_SLICES))
+def test_a_strided_slice_keeping_a_unit_dim_on_vulkan(case, target):
+    fn, shape, dtype = _UNIT_DIM_SLICES[case]
+    a = torch.randn(*shape, generator=torch.Generator().manual_seed(14)).to(dtype)
+    assert_matches_eager(lowerkit.compile(fn, (a,), target=target, cache=False)(a), fn(a))

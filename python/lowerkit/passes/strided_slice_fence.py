@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._source_fence import fence_source, ir_of, ops_where
+from ._source_fence import fence_result, fence_source, ir_of, ops_where
 
 NAME = "fence-strided-slices"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
@@ -34,7 +34,19 @@ def fence(module_op: Any) -> int:
     """Put a barrier between each strided ``tensor.extract_slice`` and the op computing its
     source; returns how many."""
     slices = ops_where(module_op, lambda op: op.name == "tensor.extract_slice" and _strided(op))
-    return sum(fence_source(slice_) for slice_ in slices)
+    fenced = sum(fence_source(slice_) for slice_ in slices)
+    return fenced + sum(fence_result(slice_) for slice_ in slices if _unit_dim(slice_))
+
+
+def _unit_dim(op: Any) -> bool:
+    """Whether a slice keeps a dim of size 1. IREE 3.13's SPIR-V code for `vulkan:llvmpipe`
+    could not compile such a strided slice fused with the op reading it: ``-a[..., ::2]`` of a
+    [1, 32] input, a [1, 1, 32] one or a 1-wide ``max_pool1d`` with stride 2 (fuzz campaign seed
+    2114, program 730) failed with "failed to legalize unresolved materialization from
+    'memref<32xf32>' to 'memref<1x32xf32>'"; [2, 3, 32] compiled. Such a slice is fenced on its
+    result too: it becomes a copy of its own, which compiles."""
+    ir = ir_of(op)
+    return any(n == 1 for n in ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
 
 
 def _strided(op: Any) -> bool:
