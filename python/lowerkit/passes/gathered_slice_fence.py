@@ -23,8 +23,10 @@ reduction's) result from memory: fused into the gather's dispatch, IREE 3.13's S
 ``torch.index_select(F.max_pool1d(a, 2, stride=1), 0, i)`` on a [1, 3, 16] input read the
 second half of the last channel from the wrong place (up to 2e3 times the output's scale off in
 float16, on `vulkan:llvmpipe` and the portable target: campaign seed 2111, program 109), a
-silent wrong answer; an elementwise producer was right. Runs in IREE's MLIR build, on linalg on
-tensors, for every target (`lowerkit.pipelines.target_fixes`).
+silent wrong answer; an elementwise producer was right. On Vulkan, too, a gather's result that
+a reduction reads is written to memory before the reduction reads it (`_reduced_later`: fused,
+it was wrong on `vulkan:llvmpipe`). Runs in IREE's MLIR build, on linalg on tensors, for every
+target (`lowerkit.pipelines.target_fixes`).
 """
 
 from __future__ import annotations
