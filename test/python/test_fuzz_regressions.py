@@ -826,3 +826,23 @@ def test_a_strided_slice_keeping_a_unit_dim_on_vulkan(case, target):
     fn, shape, dtype = _UNIT_DIM_SLICES[case]
     a = torch.randn(*shape, generator=torch.Generator().manual_seed(14)).to(dtype)
     assert_matches_eager(lowerkit.compile(fn, (a,), target=target, cache=False)(a), fn(a))
+
+
+# Fuzz campaign seed 2115, program 153 on "vulkan:llvmpipe": `(a / w).amin(2)` with a `0 / 0`
+# in it gave a number where eager gives NaN; SPIR-V without float controls let the driver's min
+# and max ignore NaN. `keep-nan-min-max` takes the NaN operand where there is one.
+def _nan_min_max(x, m, y):  # (torch.maximum(v, y) of a NaN v is y on every target: open)
+    v = torch.where(m, float("nan"), x)
+    return v.amin(2), v.amax(2, keepdim=True), torch.minimum(y, v)
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe", "vulkan"])
+def test_min_and_max_of_a_nan_stay_nan_on_vulkan(target):
+    g = torch.Generator().manual_seed(15)
+    x, y = torch.randn(1, 32, 64, generator=g), torch.randn(1, 32, 64, generator=g)
+    m = torch.rand(1, 32, 64, generator=g) < 0.01
+    art = lowerkit.compile(_nan_min_max, (x, m, y), target=target, cache=False)
+    for got, want in zip(art(x, m, y), _nan_min_max(x, m, y)):
+        assert torch.equal(got.isnan(), want.isnan()) and want.isnan().any()
+        assert torch.equal(got[~want.isnan()], want[~want.isnan()])

@@ -41,4 +41,5 @@ PASSES = {
     "fence-batched-matmul-operands": "batched_operand_fence",
     "widen-narrow-storage": "narrow_storage",
     "keep-nan-self-subtract": "self_subtract",
+    "keep-nan-min-max": "nan_min_max",
 }

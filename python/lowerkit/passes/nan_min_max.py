@@ -1,0 +1,64 @@
+"""keep-nan-min-max: a float min or max with a NaN operand is NaN on Vulkan, as eager gives it.
+
+``arith.minimumf``/``maximumf`` propagate NaN, and torch-mlir lowers ``amin``, ``amax``,
+``torch.minimum`` and ``torch.maximum`` to them. IREE 3.13's SPIR-V code declares no float
+controls, so the driver may compute a min or max as if no operand were NaN: Mesa's did, on
+`vulkan:llvmpipe`, and ``torch.where(m, nan, x).amax(2)`` gave a number in each of 32 rows
+holding a NaN (fuzz campaign seed 2115, program 153: ``(a / w).amin(2)`` with a ``0 / 0``).
+
+Each such op keeps its result where neither operand is NaN and takes the NaN operand where one
+is, the NaN test written with integer ops on the bits (exponent all ones, mantissa not zero),
+which no float rule folds. Runs in IREE's MLIR build on linalg on tensors, for Vulkan targets
+(`lowerkit.pipelines.target_fixes`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._source_fence import ir_of, ops_where
+
+NAME = "keep-nan-min-max"
+BUILD = "iree"  # run on what IREE compiles, after the torch-level stages
+_OPS = frozenset({"arith.minimumf", "arith.maximumf"})
+_WIDTHS = frozenset({"f32", "f16"})
+
+
+def keep(module_op: Any) -> int:
+    """Rewrite every f32 or f16 ``arith.minimumf``/``maximumf``; returns how many."""
+    ir = ir_of(module_op)
+    found = ops_where(module_op, lambda op: op.name in _OPS
+                      and str(op.results[0].type) in _WIDTHS)
+    if not found:
+        return 0
+    ctx = module_op.context
+    i32, f32 = ir.IntegerType.get_signless(32, ctx), ir.F32Type.get(ctx)
+    i1, i64 = ir.IntegerType.get_signless(1, ctx), ir.IntegerType.get_signless(64, ctx)
+    for op in found:
+        result = op.results[0]
+        readers = [(use.owner, use.operand_number) for use in result.uses]
+        with ir.InsertionPoint.after(op), op.location:
+            def create(name, type_, operands, **attributes):
+                return ir.Operation.create(name, results=[type_], operands=operands,
+                                           attributes=attributes).results[0]
+
+            def constant(value):
+                return create("arith.constant", i32, [], value=ir.IntegerAttr.get(i32, value))
+
+            def is_nan(x):
+                wide = x if str(x.type) == "f32" else create("arith.extf", f32, [x])
+                bits = create("arith.andi", i32, [create("arith.bitcast", i32, [wide]),
+                                                   constant(0x7FFFFFFF)])
+                return create("arith.cmpi", i1, [bits, constant(0x7F800000)],
+                              predicate=ir.IntegerAttr.get(i64, 8))  # ugt: a NaN
+
+            a, b = op.operands[0], op.operands[1]
+            on_b = create("arith.select", result.type, [is_nan(b), b, result])
+            kept = create("arith.select", result.type, [is_nan(a), a, on_b])
+        for reader, index in readers:
+            reader.operands[index] = kept
+    return len(found)
+
+
+def run(module_op: Any, pass_: Any = None) -> None:
+    keep(module_op)
