@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._float_bits import UGT, exponent_test
 from ._source_fence import ir_of, ops_where
 
 NAME = "keep-nan-min-max"
@@ -31,30 +32,17 @@ def keep(module_op: Any) -> int:
                       and str(op.results[0].type) in _WIDTHS)
     if not found:
         return 0
-    ctx = module_op.context
-    i32, f32 = ir.IntegerType.get_signless(32, ctx), ir.F32Type.get(ctx)
-    i1, i64 = ir.IntegerType.get_signless(1, ctx), ir.IntegerType.get_signless(64, ctx)
     for op in found:
         result = op.results[0]
         readers = [(use.owner, use.operand_number) for use in result.uses]
         with ir.InsertionPoint.after(op), op.location:
-            def create(name, type_, operands, **attributes):
-                return ir.Operation.create(name, results=[type_], operands=operands,
-                                           attributes=attributes).results[0]
-
-            def constant(value):
-                return create("arith.constant", i32, [], value=ir.IntegerAttr.get(i32, value))
-
-            def is_nan(x):
-                wide = x if str(x.type) == "f32" else create("arith.extf", f32, [x])
-                bits = create("arith.andi", i32, [create("arith.bitcast", i32, [wide]),
-                                                   constant(0x7FFFFFFF)])
-                return create("arith.cmpi", i1, [bits, constant(0x7F800000)],
-                              predicate=ir.IntegerAttr.get(i64, 8))  # ugt: a NaN
+            def select(test, value, otherwise):
+                return ir.Operation.create("arith.select", results=[result.type],
+                                           operands=[test, value, otherwise]).results[0]
 
             a, b = op.operands[0], op.operands[1]
-            on_b = create("arith.select", result.type, [is_nan(b), b, result])
-            kept = create("arith.select", result.type, [is_nan(a), a, on_b])
+            on_b = select(exponent_test(b, UGT), b, result)
+            kept = select(exponent_test(a, UGT), a, on_b)
         for reader, index in readers:
             reader.operands[index] = kept
     return len(found)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._float_bits import UGE, exponent_test
 from ._source_fence import ir_of, ops_where
 
 NAME = "keep-nan-self-subtract"
@@ -54,10 +55,6 @@ def keep(module_op: Any) -> int:
     found = ops_where(module_op, lambda op: op.name == "arith.subf"
                       and str(op.operands[0].type) in _WIDTHS
                       and _same_value(op.operands[0], op.operands[1], ir))
-    i32 = ir.IntegerType.get_signless(32, module_op.context)
-    f32 = ir.F32Type.get(module_op.context)
-    i1 = ir.IntegerType.get_signless(1, module_op.context)
-    i64 = ir.IntegerType.get_signless(64, module_op.context)
     for op in found:
         x = op.operands[0]
         with ir.InsertionPoint(op), op.location:
@@ -65,15 +62,7 @@ def keep(module_op: Any) -> int:
                 return ir.Operation.create("arith.constant", results=[type_],
                                            attributes={"value": attr}).results[0]
 
-            wide = x  # an f16 is looked at as the f32 it widens to (exactly; the portable
-            if str(x.type) == "f16":  # target promotes f16 to f32 anyway)
-                wide = ir.Operation.create("arith.extf", results=[f32], operands=[x]).results[0]
-            raw = ir.Operation.create("arith.bitcast", results=[i32], operands=[wide]).results[0]
-            masked = ir.Operation.create("arith.andi", results=[i32], operands=[
-                raw, constant(i32, ir.IntegerAttr.get(i32, 0x7FFFFFFF))]).results[0]
-            special = ir.Operation.create("arith.cmpi", results=[i1], operands=[
-                masked, constant(i32, ir.IntegerAttr.get(i32, 0x7F800000))],
-                attributes={"predicate": ir.IntegerAttr.get(i64, 9)}).results[0]  # uge
+            special = exponent_test(x, UGE)  # an infinity or a NaN
             nan = constant(x.type, ir.FloatAttr.get(x.type, float("nan")))
             zero = constant(x.type, ir.FloatAttr.get(x.type, 0.0))
             new = ir.Operation.create("arith.select", results=[x.type],
