@@ -33,7 +33,9 @@ The stages, in torch-mlir's MLIR build:
    for the portable Vulkan target cannot store the int64 fill it folds it to);
    ``crop-negative-pad``: a constant pad by negative amounts as a slice, then a pad (IREE
    rejects torch-mlir's negative offsets); ``keep-nan-self-compare``: ``x == x`` of floats
-   as ``not isnan(x)`` (torch-mlir folds it to True, NaN or not);
+   as ``not isnan(x)`` (torch-mlir folds it to True, NaN or not); ``keep-nan-clamps``: a
+   clamp, ``hardtanh``, ``maximum`` or ``minimum`` of a NaN as NaN (torch-mlir's lowering
+   returned the bound or the other operand: a silent wrong answer on every target);
 - ``torch-backend-contract``: torch-mlir's FX path to the backend contract (value semantics,
    shapes and dtypes refined, ops decomposed to those the backends accept);
 - ``batch-unbatched-pooling``: pooling of ``[C, H, W]`` as pooling of ``[1, C, H, W]``
@@ -47,6 +49,8 @@ The stages, in torch-mlir's MLIR build:
    which IREE takes as input;
 - ``fold-empty-contractions``: a matmul over a zero-length dimension is its zero init
    (iree-compile crashes on it);
+- ``keep-nan-arg-reductions``: ``argmax``/``argmin`` (and ``max``/``min`` over a dim) of a row
+   holding a NaN point at its first NaN, as eager's do (torch-mlir's compare skipped NaN);
 - ``round-f64-constants``: an f64 constant narrowed by ``truncf`` (a Python float argument)
    as the narrow constant (IREE cannot lower that ``truncf`` once it hoists it).
 
@@ -70,7 +74,8 @@ TORCH_FIXES = ("widen-unsigned", "rewrite-bool-mask-index-put", "replace-empty-r
                "rewrite-unit-window-pooling", "trim-conv-overhang", "undilate-single-window-convs",
                "pad-pool-overhang",
                "gather-adaptive-max-pool", "fold-empty-cat", "normalize-unit-slices",
-               "crop-negative-pad", "keep-nan-self-compare", "fold-unit-argmax")
+               "crop-negative-pad", "keep-nan-self-compare", "keep-nan-clamps",
+               "fold-unit-argmax")
 
 
 def build_pipeline() -> Pipeline:
@@ -91,6 +96,7 @@ def build_pipeline() -> Pipeline:
                 "torch-backend-to-linalg-on-tensors-backend-pipeline",
             ),
             registry.passes.get("fold-empty-contractions"),
+            registry.passes.get("keep-nan-arg-reductions"),
             registry.passes.get("round-f64-constants"),
         ],
         description="raw torch -> torch backend contract -> linalg on tensors",

@@ -831,7 +831,7 @@ def test_a_strided_slice_keeping_a_unit_dim_on_vulkan(case, target):
 # Fuzz campaign seed 2115, program 153 on "vulkan:llvmpipe": `(a / w).amin(2)` with a `0 / 0`
 # in it gave a number where eager gives NaN; SPIR-V without float controls let the driver's min
 # and max ignore NaN. `keep-nan-min-max` takes the NaN operand where there is one.
-def _nan_min_max(x, m, y):  # (torch.maximum(v, y) of a NaN v is y on every target: open)
+def _nan_min_max(x, m, y):  # torch.minimum(y, v) of a NaN v: see test_clamps_of_a_nan_are_nan
     v = torch.where(m, float("nan"), x)
     return v.amin(2), v.amax(2, keepdim=True), torch.minimum(y, v)
 
@@ -846,3 +846,52 @@ def test_min_and_max_of_a_nan_stay_nan_on_vulkan(target):
     for got, want in zip(art(x, m, y), _nan_min_max(x, m, y)):
         assert torch.equal(got.isnan(), want.isnan()) and want.isnan().any()
         assert torch.equal(got[~want.isnan()], want[~want.isnan()])
+
+
+# Seen while fixing program 153, then on every target, CPU included: torch-mlir lowers a clamp to
+# `select(x < lo, lo, x)` with an unordered compare and `maximum(a, b)` to `select(a > b, a, b)`,
+# so `hardtanh(nan)` was -1, `relu6(nan)` 0 and `maximum(nan, 1)` 1, where eager gives NaN.
+# `keep-nan-clamps` passes the NaN through.
+def _clamps(v, y, h):  # v, y: float32 holding NaN and infinities; h: float16
+    return (F.hardtanh(v), F.relu6(v), F.hardsigmoid(v), v.clamp(-1, 1), v.clamp(min=0.5),
+            v.clamp(max=0.5), v.clamp(min=y), v.clamp(max=y), v.clamp(y, y + 1),
+            torch.maximum(v, y), torch.maximum(y, v), torch.minimum(v, y), torch.minimum(y, v),
+            torch.maximum(h, y), torch.minimum(y, h), F.leaky_relu(v))
+
+
+def _nan_inputs():
+    nan, inf = float("nan"), float("inf")
+    v = torch.tensor([nan, 1.0, -2.0, 0.3, inf, -inf, 0.7, nan])
+    y = torch.tensor([0.0, nan, 3.0, 0.1, 1.0, 0.0, nan, nan])
+    return v, y, torch.tensor([0.5, 2.0, nan, -inf, nan, 1.0, 0.25, -1.0], dtype=torch.float16)
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("vulkan:llvmpipe", marks=pytest.mark.runs_target),
+                                    pytest.param("vulkan", marks=pytest.mark.runs_target)])
+def test_clamps_of_a_nan_are_nan(target):
+    inputs = _nan_inputs()
+    art = lowerkit.compile(_clamps, inputs, target=target, cache=False)
+    for i, (got, want) in enumerate(zip(art(*inputs), _clamps(*inputs))):
+        assert got.dtype == want.dtype, i
+        assert torch.equal(got.isnan(), want.isnan()), (i, got, want)
+        assert torch.equal(got[~want.isnan()], want[~want.isnan()]), (i, got, want)
+
+
+# Same search: argmax/argmin (and the indices of max/min over a dim) of a row holding a NaN
+# skipped it, as torch-mlir moves the index on an ordered `x > best`: `argmax([inf, -inf, 0.7,
+# nan])` was 0 where eager gives 3. `keep-nan-arg-reductions` moves it to the first NaN.
+def _arg_reductions(v, h):  # v: [2, 8] float32 with NaN; h: [8, 2] float16 with NaN
+    return (v.argmax(1), v.argmin(1), v.max(1).indices, v.min(1, keepdim=True).indices,
+            h.argmax(0), h.argmin(0), v.argmax())
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("vulkan:llvmpipe", marks=pytest.mark.runs_target),
+                                    pytest.param("vulkan", marks=pytest.mark.runs_target)])
+def test_arg_reductions_point_at_the_first_nan(target):
+    v, y, h = _nan_inputs()
+    rows = torch.stack([v, torch.cat([v[4:], v[:4]])])  # NaN first, last and in the middle
+    cols = torch.stack([h, h.flip(0)], 1)
+    art = lowerkit.compile(_arg_reductions, (rows, cols), target=target, cache=False)
+    got, want = art(rows, cols), _arg_reductions(rows, cols)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert torch.equal(g, w), (i, g, w)

@@ -1,7 +1,7 @@
 """keep-nan-min-max: a float min or max with a NaN operand is NaN on Vulkan, as eager gives it.
 
-``arith.minimumf``/``maximumf`` propagate NaN, and torch-mlir lowers ``amin``, ``amax``,
-``torch.minimum`` and ``torch.maximum`` to them. IREE 3.13's SPIR-V code declares no float
+``arith.minimumf``/``maximumf`` propagate NaN, and torch-mlir lowers ``amin``, ``amax``, the
+values of ``max``/``min`` over a dim and max pooling to them. IREE 3.13's SPIR-V code declares no float
 controls, so the driver may compute a min or max as if no operand were NaN: Mesa's did, on
 `vulkan:llvmpipe`, and ``torch.where(m, nan, x).amax(2)`` gave a number in each of 32 rows
 holding a NaN (fuzz campaign seed 2115, program 153: ``(a / w).amin(2)`` with a ``0 / 0``).
