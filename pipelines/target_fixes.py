@@ -1,7 +1,7 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
 # CHECK: cpu: seed-as-input, lower-attention, fence-reductions, fence-gathered-slices, fence-batched-matmul-operands
-# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fold-wide-casts-into-reductions, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, keep-nan-min-max, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices, widen-narrow-storage, narrow-index-math
-# CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fold-wide-casts-into-reductions, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, keep-nan-min-max, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices
+# CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fold-wide-casts-into-reductions, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, keep-nan-min-max, keep-nan-zero-products, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices, widen-narrow-storage, narrow-index-math
+# CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fold-wide-casts-into-reductions, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, keep-nan-min-max, keep-nan-zero-products, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices
 # CHECK-NEXT: cuda: seed-as-input, fence-reductions, fence-gathered-slices
 """target-fixes: what a target needs after any pipeline, for defects of IREE's code for its
 devices.
@@ -16,8 +16,9 @@ packed, they came out wrong); a Vulkan target gets a cast to 64 bits folded into
 (`fold-wide-casts-into-reductions`: a variance's f64 tile overflowed workgroup memory), every
 reduction fenced,
 float divisions guarded against zero divisors, ``x - x`` kept NaN for an infinite ``x``
-(`keep-nan-self-subtract`: the driver may fold it to 0) and a min or max of a NaN kept NaN
-(`keep-nan-min-max`), the sources of pads and strided slices
+(`keep-nan-self-subtract`: the driver may fold it to 0), a min or max of a NaN kept NaN
+(`keep-nan-min-max`), ``x * 0`` kept NaN for an infinite or NaN ``x``
+(`keep-nan-zero-products`), the sources of pads and strided slices
 fenced, sorts IREE's SPIR-V code gets wrong (longer than 256) refused, and depthwise
 convolutions written with their loops in layout order (`reorder-depthwise-convs`), and a
 gather's source read from memory where a strided slice, pooling, convolution, contraction or
@@ -43,7 +44,7 @@ from lowerkit.target import CPU_OP_CONFIG_NATIVE_VECTORS, native_vector_bytes
 from lowerkit.passes import (attention, batched_operand_fence, depthwise_order,
                              gathered_slice_fence, narrow_storage, narrow_index_math,
                              narrow_io, nan_min_max, pad_fence, reduction_fence, seed_input, self_subtract,
-                             sort_guard, wide_cast_fold,
+                             sort_guard, wide_cast_fold, zero_product,
                              strided_slice_fence, zero_divisor)
 
 
@@ -71,6 +72,7 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
             PythonPassStage.from_module(zero_divisor, zero_divisor.guard),
             PythonPassStage.from_module(self_subtract, self_subtract.keep),
             PythonPassStage.from_module(nan_min_max, nan_min_max.keep),
+            PythonPassStage.from_module(zero_product, zero_product.keep),
             PythonPassStage.from_module(pad_fence, pad_fence.fence),
             PythonPassStage.from_module(strided_slice_fence, strided_slice_fence.fence),
             PythonPassStage.from_module(sort_guard),

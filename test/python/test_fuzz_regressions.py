@@ -895,3 +895,20 @@ def test_arg_reductions_point_at_the_first_nan(target):
     got, want = art(rows, cols), _arg_reductions(rows, cols)
     for i, (g, w) in enumerate(zip(got, want)):
         assert torch.equal(g, w), (i, g, w)
+
+
+# Same search, on both Vulkan targets: PyTorch writes `softshrink` as
+# `where(|x| > l, x - sign(x) * l, x * 0)`, and the driver folded `x * 0` to 0 for a NaN `x`
+# (no float controls in IREE's SPIR-V). `keep-nan-zero-products` keeps the NaN.
+def _zero_products(v):
+    return F.softshrink(v), v * 0, 0.0 * v.half()
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe", "vulkan"])
+def test_products_with_zero_of_a_nan_are_nan_on_vulkan(target):
+    v, _, _ = _nan_inputs()
+    art = lowerkit.compile(_zero_products, (v,), target=target, cache=False)
+    for i, (got, want) in enumerate(zip(art(v), _zero_products(v))):
+        assert torch.equal(got.isnan(), want.isnan()) and want.isnan().any(), (i, got, want)
+        assert torch.equal(got[~want.isnan()], want[~want.isnan()]), (i, got, want)

@@ -44,4 +44,5 @@ PASSES = {
     "widen-narrow-storage": "narrow_storage",
     "keep-nan-self-subtract": "self_subtract",
     "keep-nan-min-max": "nan_min_max",
+    "keep-nan-zero-products": "zero_product",
 }
