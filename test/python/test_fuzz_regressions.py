@@ -740,7 +740,11 @@ def _infinite_then_linear(a, w):
 
 def _infinite_then_bilinear(x):
     return (F.interpolate(x, scale_factor=3, mode="bilinear", align_corners=False),
-            F.interpolate(x, size=(7, 4), mode="bilinear", align_corners=True))
+            F.interpolate(x, size=(7, 4), mode="bilinear", align_corners=True),
+            # a dim kept at its size: eager weighs each element 1 and itself 0, so an infinity
+            # is NaN there (lowerkit weighed its neighbour 0: NaN beside each infinity instead)
+            F.interpolate(x, size=(10, 6), mode="bilinear", align_corners=False),
+            F.interpolate(x[:1, :, None].expand(1, 3, 3, 5, 6), size=(3, 4, 9), mode="trilinear"))
 
 
 @pytest.mark.runs_target

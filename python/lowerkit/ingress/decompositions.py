@@ -324,6 +324,8 @@ def _linear_source(n_in: int, n_out: int, align_corners: bool, scale: Any,
     i = torch.arange(n_out)
     if dtype != torch.float64:
         dtype = torch.float32
+    if n_in == n_out:  # eager reads each element twice, weighed 1 and 0 (an infinity: NaN)
+        return i, i, torch.zeros(n_out, dtype=dtype)
     f = np.float32 if dtype == torch.float32 else np.float64
     if align_corners:
         step = float(f(n_in - 1) / f(n_out - 1)) if n_out > 1 else 0.0
