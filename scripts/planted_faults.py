@@ -528,6 +528,11 @@ FAULTS = [
           "python/lowerkit/ingress/decompositions.py",
           "    if n_in == n_out:  # eager reads each element twice, weighed 1 and 0 (an infinity: NaN)\n"
           "        return i, i, torch.zeros(n_out, dtype=dtype)\n", ""),
+    Fault("narrow-fills-shared-packed", "a bool reduction's init stays a packed fill, converted",
+          ["test/python/test_fuzz_regressions.py::test_two_bool_reductions_in_one_program_on_vulkan"],
+          "python/lowerkit/passes/narrow_storage.py",
+          "            op.operands[n_in + k] = _wide_fill(init, ir, dims, wide, widen_op, module_op) \\\n",
+          "            op.operands[n_in + k] = None \\\n"),
     Fault("depthwise-as-named", "Vulkan's depthwise convs left as IREE's named op",
           ["test/python/test_defects.py::test_shufflenet_unit_on_vulkan",
            "test/python/test_defects.py::test_depthwise_convs_on_the_portable_vulkan_target"],

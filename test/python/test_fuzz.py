@@ -132,6 +132,8 @@ FAMILY_NEEDLES = {
                     "align_corners=True", "align_corners=False", "scale_factor="),
     "matmul": ("@", "F.linear"),
     "promote": (" / ", "torch.where(", " * 1.5"),
+    "random": ("torch.rand_like(", "torch.randn_like(", "torch.bernoulli(torch.full_like(",
+               "F.dropout(", "training=True"),
 }
 
 
@@ -565,3 +567,76 @@ def test_cli_fuzz_replay_uses_each_programs_own_target(tmp_path):
     assert [r["target"] for r in again] == ["no-such-target"]
     # an unknown target is a TargetError: a failure (error), and the exit status says so
     assert again[0]["kind"] == "error" and "TargetError" in again[0]["message"] and rc == 1
+
+
+# -- random ops: each draw by its distribution and freshness, the rest against eager fed the
+# same samples
+RANDOM = Program.parse(
+    "def program(a):  # a: [4, 64] float32; seed 5\n"
+    "    v1 = torch.rand_like(a)\n"
+    "    v2 = torch.randn_like(a)\n"
+    "    v3 = torch.bernoulli(torch.full_like(a, 0.1))\n"
+    "    v4 = F.dropout(a, p=0.5, training=True)\n"
+    "    v5 = a * v1 + v2.abs() * v3 - v4\n"
+    "    return (v5, v1, v2, v3, v4,)\n")
+
+
+def test_random_programs_list_their_draws_and_replay_them():
+    assert RANDOM.draws == ("v1", "v2", "v3", "v4")
+    a = RANDOM.make_inputs()
+    samples = {d: torch.full((4, 64), 0.25) for d in RANDOM.draws}
+    v5, *_ = RANDOM.replay(a, samples)
+    assert torch.equal(v5, a[0] * 0.25 + 0.25 * 0.25 - 0.25)
+
+
+def test_draws_off_their_distribution_are_named():
+    from lowerkit.tools.fuzz import distribution_error
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4096, generator=g)
+    assert distribution_error("rand", None, torch.rand(4096, generator=g)) is None
+    assert distribution_error("randn", None, x) is None
+    assert distribution_error("bernoulli", 0.1, torch.bernoulli(torch.full((4096,), 0.1), generator=g)) is None
+    assert distribution_error("dropout", 0.5, torch.nn.functional.dropout(x, 0.5), x) is None
+    assert "mean" in distribution_error("rand", None, torch.rand(4096, generator=g) * 0.9)
+    assert "outside" in distribution_error("rand", None, torch.rand(4096, generator=g) + 0.5)
+    assert "variance" in distribution_error("randn", None, x * 1.2)
+    assert "rate of ones" in distribution_error("bernoulli", 0.1, torch.bernoulli(torch.full((4096,), 0.2), generator=g))
+    assert "scaled" in distribution_error("dropout", 0.5, torch.nn.functional.dropout(x, 0.4), x)
+    assert "rate dropped" in distribution_error("dropout", 0.5, x * 2 * (torch.rand(4096, generator=g) < 0.7), x)
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("vulkan:llvmpipe", marks=pytest.mark.runs_target)])
+def test_a_random_program_passes_by_distribution_and_replay(target):
+    outcome = run_program(RANDOM, target, cache=False)
+    assert outcome.kind == "passed", outcome.describe()
+    assert "4 draw(s)" in outcome.message
+
+
+def test_a_random_program_refused_where_the_target_cannot_draw():
+    assert run_program(RANDOM, "vulkan", cache=False).kind == "unsupported"
+
+
+def test_the_same_draws_at_every_call_are_wrong(monkeypatch):
+    """A planted fault: the artifact answers its first call's outputs at every call."""
+    from lowerkit.runtime.artifact import Artifact
+
+    call, first = Artifact.__call__, {}
+
+    def stale(self, *args, **kwargs):
+        return first.setdefault(id(self), call(self, *args, **kwargs))
+
+    monkeypatch.setattr(Artifact, "__call__", stale)
+    outcome = run_program(RANDOM, cache=False)
+    assert outcome.kind == "wrong" and "second call drew the same samples" in outcome.message
+
+
+def test_values_computed_from_draws_are_compared_with_eager(monkeypatch):
+    """A planted fault: the value computed from the draws (v5, output 0) is off by 1e-3."""
+    from lowerkit.runtime.artifact import Artifact
+
+    call = Artifact.__call__
+    monkeypatch.setattr(Artifact, "__call__", lambda self, *a, **k: (
+        lambda out: (out[0] + 1e-3 * float(out[0].abs().max()), *out[1:]))(call(self, *a, **k)))
+    outcome = run_program(RANDOM, cache=False)
+    assert outcome.kind == "wrong" and "output[0]" in outcome.message, outcome.describe()

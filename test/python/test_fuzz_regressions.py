@@ -916,3 +916,33 @@ def test_products_with_zero_of_a_nan_are_nan_on_vulkan(target):
     for i, (got, want) in enumerate(zip(art(v), _zero_products(v))):
         assert torch.equal(got.isnan(), want.isnan()) and want.isnan().any(), (i, got, want)
         assert torch.equal(got[~want.isnan()], want[~want.isnan()]), (i, got, want)
+
+
+# Fuzz campaign seed 2116, programs 430-431 on the portable "vulkan" target: two masked
+# attentions in one program were 1.2 of the output's scale off. PyTorch's math form of each
+# has `(scores == -inf).all(-1, keepdim=True)`; the two bool reductions shared one packed
+# `fill(true)` as their init, and the second came out wrong in 448 of 512 rows.
+# `widen-narrow-storage` now fills a widened init of its own.
+def _two_masked_attentions(q, k, v, m):
+    return (F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+            + F.scaled_dot_product_attention(q, v, k, attn_mask=m * 0.5))
+
+
+def _two_all_reductions(x, y):
+    inf = float("inf")
+    return (x == -inf).all(-1, keepdim=True), (y > 2).any(-1)
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
+def test_two_bool_reductions_in_one_program_on_vulkan(target):
+    g = torch.Generator().manual_seed(16)
+    q = torch.randint(-16, 17, (2, 16, 16, 16), generator=g) / 4
+    k, v = (torch.randint(-16, 17, (2, 16, 32, 16), generator=g) / 4 for _ in range(2))
+    m = torch.randint(-16, 17, (16, 32), generator=g) / 4
+    art = lowerkit.compile(_two_masked_attentions, (q, k, v, m), target=target, cache=False)
+    assert_matches_eager(art(q, k, v, m), _two_masked_attentions(q, k, v, m))
+    x, y = torch.randn(2, 16, 16, 32, generator=g), torch.randn(2, 16, 16, 32, generator=g)
+    got = lowerkit.compile(_two_all_reductions, (x, y), target=target, cache=False)(x, y)
+    for g_, w_ in zip(got, _two_all_reductions(x, y)):
+        assert torch.equal(g_, w_)

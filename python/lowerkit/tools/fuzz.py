@@ -10,7 +10,10 @@ channels, 32 wide): dense, grouped and depthwise convolutions (1-D and 2-D, stri
 dilation), batch norm in eval with running statistics, layer, group and instance norm,
 embeddings, gathers and index_select (int64 index inputs in range), attention (SDPA without a
 mask, causal, with a bool or an additive mask, and written out), interpolation, pooling, and
-mixed dtypes (int64 with float, float16 with float32, bool masks, true division).
+mixed dtypes (int64 with float, float16 with float32, bool masks, true division), and random
+ops (``rand_like``, ``randn_like``, ``bernoulli``, dropout in training): each draw is an output,
+checked by its distribution and for fresh samples at a second call, and the values computed
+from it are compared with eager fed the same samples (`SIGMAS`).
 
 Generation runs every candidate op eagerly on the real inputs and keeps only those eager
 accepts, so a program always runs in eager PyTorch; what is tested is lowerkit against it.
@@ -117,6 +120,23 @@ class Program:
             found += re.findall(r"((?:torch|F)\.\w+|\.\w+\(|\[|[-+*@&|~^]|[<>]=?)", expr)
         return found
 
+    @property
+    def draws(self) -> tuple[str, ...]:
+        """The values drawn by a random op (`RANDOM_OPS`), in order: compared by distribution,
+        and fed to eager as they came out of lowerkit for everything computed from them."""
+        return tuple(line.split("=", 1)[0].strip() for line in self.lines
+                     if random_draw(line.split("=", 1)[1]) is not None)
+
+    def replay(self, args: tuple, samples: dict[str, torch.Tensor]) -> tuple:
+        """The outputs eager computes from ``args`` with each draw taken from ``samples``."""
+        env: dict[str, Any] = {"torch": torch, "F": F}
+        env.update({spec.name: a for spec, a in zip(self.inputs, args)})
+        with torch.no_grad():
+            for line in self.lines:
+                name, expr = (part.strip() for part in line.split("=", 1))
+                env[name] = samples[name] if name in samples else eval(expr, env)
+        return tuple(env[o] for o in self.outputs)
+
     def function(self) -> Callable:
         namespace = {"torch": torch, "F": F}
         exec(compile(self.source, "<lowerkit.tools.fuzz program>", "exec"), namespace)
@@ -130,6 +150,11 @@ class Program:
 
     def test_source(self, name: str = "test_regression", target: str = "cpu") -> str:
         """A self-contained pytest function reproducing a run of this program."""
+        if self.draws:  # compared by distribution and replay: the fuzzer's own check
+            return (f"SOURCE = {self.source!r}\n\n\n"
+                    f"def {name}():\n"
+                    f"    from lowerkit.tools.fuzz import Program, check_program\n"
+                    f"    check_program(Program.parse(SOURCE), {target!r})\n")
         inputs = self.make_inputs()
         args = ",\n        ".join(_tensor_literal(t) for t in inputs)
         return (f"{self.source}\n\n"
@@ -238,6 +263,8 @@ def run_program(program: Program, target: str = "cpu", cache: Any = None) -> Out
         return Outcome("unsupported", _message(e), target, program)
     except Exception as e:  # noqa: BLE001 -- any other error, lowerkit's or not, is a failure
         return Outcome("crash" if _is_crash(e) else "error", _message(e), target, program)
+    if program.draws:
+        return _run_random(program, art, args, got, expected, target)
     tols = output_tolerances(program)
     result = compare(got, expected, tol=tols)
     if not result.ok:
@@ -250,11 +277,122 @@ def run_program(program: Program, target: str = "cpu", cache: Any = None) -> Out
                    result.max_rel_error)
 
 
+# -- random ops: by distribution, then eager fed lowerkit's samples -----------------------------
+# lowerkit's samples need not equal eager's bits (its streams are its own, seeded from torch's):
+# each draw is checked against its distribution (range, mean, variance, mask rate, within
+# SIGMAS standard errors) and for freshness (a second call draws anew), and every other output
+# is compared with eager run on the same samples (`Program.replay`).
+SIGMAS = 6.0
+RANDOM_OPS = {"rand": "torch.rand_like(", "randn": "torch.randn_like(",
+              "bernoulli": "torch.bernoulli(", "dropout": "F.dropout("}
+_RANDOM = ("rand", "bernoulli", "dropout", "multinomial", "normal_")
+
+
+def random_draw(expr: str) -> tuple[str, float | None] | None:
+    """``(kind, p)`` of a line's expression that is a random op of `RANDOM_OPS`, else None."""
+    import re
+
+    expr = expr.strip()
+    for kind, call in RANDOM_OPS.items():
+        if expr.startswith(call):
+            m = re.search(r"(?:full_like\([^,]+, |p=)([0-9.]+)", expr)
+            return kind, float(m.group(1)) if m else None
+    return None
+
+
+def distribution_error(kind: str, p: float | None, drawn: torch.Tensor,
+                       source: torch.Tensor | None = None) -> str | None:
+    """Why ``drawn`` is not a sample of ``kind`` (``source``: dropout's input), or None."""
+    x = drawn.double()
+    n = x.numel()
+    if n == 0:
+        return None
+    if not x.isfinite().all():
+        return "not finite"
+    slack = 1e-3 if drawn.dtype == torch.float16 else 0.0  # float16 rounds each sample
+    if kind == "rand":
+        if x.min() < 0 or x.max() > 1:
+            return f"outside [0, 1]: {x.min().item():.4g}..{x.max().item():.4g}"
+        return _off("mean", x.mean().item(), 0.5, (1 / 12 / n) ** 0.5, slack)
+    if kind == "randn":
+        off = _off("mean", x.mean().item(), 0.0, (1 / n) ** 0.5, slack)
+        if off or n < 8:
+            return off
+        return _off("variance", x.var().item(), 1.0, (2 / (n - 1)) ** 0.5, slack)
+    if kind == "bernoulli":
+        if not ((x == 0) | (x == 1)).all():
+            return "not 0 or 1"
+        return _off("rate of ones", x.mean().item(), p, (p * (1 - p) / n) ** 0.5, 0.0)
+    # dropout: zero, or the input scaled by 1 / (1 - p); zeros kept zero
+    src = source.double()
+    keep = src != 0
+    if not torch.equal(x[~keep], torch.zeros_like(x[~keep])):
+        return "a zero input came out non-zero"
+    if not keep.any():
+        return None
+    ratio = x[keep] / src[keep]
+    scale = 1 / (1 - p)
+    kept = (ratio - scale).abs() <= 1e-2 * scale
+    if not (kept | (ratio == 0)).all():
+        return f"an element neither dropped nor scaled by {scale:.4g}"
+    m = int(keep.sum())
+    return _off("rate dropped", 1 - kept.double().mean().item(), p, (p * (1 - p) / m) ** 0.5,
+                0.0)
+
+
+def _off(what: str, got: float, want: float, sigma: float, slack: float) -> str | None:
+    bound = SIGMAS * sigma + slack
+    if abs(got - want) <= bound:
+        return None
+    return f"{what} {got:.4g}, expected {want:.4g} +- {bound:.3g}"
+
+
+def _run_random(program: Program, art: Any, args: tuple, got: Any, eager: Any,
+                target: str) -> Outcome:
+    """The verdict of a program with random ops (see `SIGMAS`)."""
+    outputs = list(program.outputs)
+    samples = {d: got[outputs.index(d)] for d in program.draws if d in outputs}
+    for i, (g, e) in enumerate(zip(got, eager)):  # every output: eager's dtype and shape
+        if g.dtype != e.dtype or g.shape != e.shape:
+            return Outcome("wrong", f"output[{i}]: {g.dtype} {list(g.shape)}, eager gives "
+                           f"{e.dtype} {list(e.shape)}", target, program)
+    env = dict(zip(outputs, got))
+    lines = {line.split("=", 1)[0].strip(): line.split("=", 1)[1] for line in program.lines}
+    replayed = program.replay(args, samples)
+    for name in samples:
+        kind, p = random_draw(lines[name])
+        source = None
+        if kind == "dropout":  # its input, as eager computes it from the same samples
+            source_name = lines[name].strip()[len("F.dropout("):].split(",", 1)[0].strip()
+            source = _value_of(program, args, samples, source_name)
+        why = distribution_error(kind, p, samples[name], source)
+        if why is not None:
+            return Outcome("wrong", f"{name} = {lines[name].strip()}: {why}", target, program)
+    again = art(*args)
+    for name in samples:
+        first, second = samples[name], again[outputs.index(name)]
+        kind, _ = random_draw(lines[name])
+        fresh_enough = first.numel() >= (1 if kind in ("rand", "randn") else 64)
+        if fresh_enough and torch.equal(first, second):
+            return Outcome("wrong", f"{name}: the second call drew the same samples", target,
+                           program)
+    result = compare(tuple(env[o] for o in outputs), replayed, tol=output_tolerances(program))
+    kind = "passed" if result.ok else "wrong"
+    message = result.message if not result.ok else \
+        f"{len(samples)} draw(s) as distributed and fresh; the rest as eager on the same samples"
+    return Outcome(kind, message, target, program, result.max_abs_error, result.max_rel_error)
+
+
+def _value_of(program: Program, args: tuple, samples: dict, name: str) -> torch.Tensor:
+    """The value ``name`` (an input or a line) eager computes with ``samples`` drawn."""
+    replay = Program(program.inputs, program.lines, (name,), program.seed)
+    return replay.replay(args, samples)[0]
+
+
 # How much further from a float64 evaluation than eager a compiled output may be where eager
 # itself is off from it (torch._dynamo's accuracy check against a float64 reference allows
 # the same multiple).
 AS_ACCURATE_AS_EAGER = 3.0
-_RANDOM = ("rand", "bernoulli", "dropout", "multinomial", "normal_")
 
 
 def as_accurate_as_eager(program: Program, args: tuple, got: Any, expected: Any,
@@ -842,6 +980,17 @@ def _op_matmul(b, v):
     return f"{v.name} @ {w.name}", False
 
 
+def _op_random(b, v):
+    """A random op on ``v`` (its shape and dtype; dropout of ``v`` itself), see `SIGMAS`."""
+    kind = b.draw(st.sampled_from(list(RANDOM_OPS)))
+    p = b.draw(st.sampled_from([0.1, 0.5, 0.8]))
+    x = v.name
+    return {"rand": (f"torch.rand_like({x})", False),
+            "randn": (f"torch.randn_like({x})", False),
+            "bernoulli": (f"torch.bernoulli(torch.full_like({x}, {p}))", True),
+            "dropout": (f"F.dropout({x}, p={p}, training=True)", False)}[kind]
+
+
 @dataclass(frozen=True)
 class Family:
     """A family of ops the generator draws from: which values it applies to, how it makes a
@@ -867,10 +1016,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("attention", lambda v: _f32(v) and v.example.dim() in (3, 4), _op_attention, 3),
     Family("interpolate", _spatial, _op_interpolate, 2),
     Family("matmul", _float, _op_matmul, 1),
+    Family("random", _float, _op_random, 2),
 )
-# Random ops (torch.rand, bernoulli, dropout in training) are not drawn yet: their samples need
-# not equal eager's bits, so they would come as a family of their own whose values are marked
-# random (like ``exact``, carried by `_Value`) and are compared by distribution, not value.
 
 
 def _step(b: _Builder, v: _Value, families: tuple[Family, ...]) -> _Value | None:
@@ -916,6 +1063,10 @@ if st is not None:
         if not outputs:  # nothing eager accepted: a trivial program
             v = b.try_line(f"{b.values[0].name} + {b.values[0].name}", True)
             outputs.append(v.name)
+        for line in b.lines:  # every draw is an output: checked by distribution
+            name, expr = line.split("=", 1)
+            if random_draw(expr) is not None and name.strip() not in outputs:
+                outputs.append(name.strip())
         # weights (``w*`` inputs) come from their own generator, seeded ``seed + 1``
         return _finalise(tuple(specs) + tuple(b.inputs), b.lines, outputs, seed)
 
