@@ -946,3 +946,22 @@ def test_two_bool_reductions_in_one_program_on_vulkan(target):
     got = lowerkit.compile(_two_all_reductions, (x, y), target=target, cache=False)(x, y)
     for g_, w_ in zip(got, _two_all_reductions(x, y)):
         assert torch.equal(g_, w_)
+
+
+# Seen beside the NaN search: `torch.fmod` by a Python number stopped in `linalg-on-tensors`
+# on a `torch.constant.float` (torch-mlir lowers only fmod by a tensor), and
+# `torch.copysign` by a Python number was refused. Both are lowerkit decompositions now.
+def _fmod_and_copysign(v, i):
+    return torch.fmod(v, 2.0), torch.fmod(i, 3), torch.fmod(i, 2.5), torch.copysign(v, -1.0), \
+        torch.copysign(i, 0.0), torch.copysign(v.half(), -0.0)
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("vulkan:llvmpipe", marks=pytest.mark.runs_target)])
+def test_fmod_and_copysign_by_python_numbers(target):
+    v = torch.tensor([-3.5, 2.0, 0.0, -0.0, float("nan"), 7.25, -1e-3, 5.0])
+    i = torch.arange(-4, 4)
+    got = lowerkit.compile(_fmod_and_copysign, (v, i), target=target, cache=False)(v, i)
+    for k, (g, w) in enumerate(zip(got, _fmod_and_copysign(v, i))):
+        assert g.dtype == w.dtype and torch.equal(g.isnan(), w.isnan()), (k, g, w)
+        assert torch.equal(g[~w.isnan()], w[~w.isnan()]), (k, g, w)
+        assert torch.equal(torch.signbit(g[~w.isnan()]), torch.signbit(w[~w.isnan()])), (k, g, w)

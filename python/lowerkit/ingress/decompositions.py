@@ -499,6 +499,24 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
         enable_gqa=enable_gqa)[0]
 
 
+def _fmod_scalar(x: torch.Tensor, divisor: Any) -> Any:
+    """``fmod`` by a Python number as ``fmod`` by a tensor of it: torch-mlir lowers only the
+    latter (the former failed in ``linalg-on-tensors`` on its ``torch.constant.float``)."""
+    dtype = torch.result_type(x, divisor)
+    return torch.fmod(x.to(dtype), torch.full_like(x, divisor, dtype=dtype))
+
+
+def _copysign_scalar(a: torch.Tensor, b: Any) -> Any:
+    """``|a|`` with the sign of the Python number ``b`` (``-0.0`` included), in the float dtype
+    eager gives (torch-mlir has no lowering of ``copysign.Scalar``). ``copysign`` by a tensor
+    stays torch-mlir's: a NaN's sign bit cannot be read without a bitcast it lowers."""
+    dtype = torch.result_type(a, b)
+    if not dtype.is_floating_point:
+        dtype = torch.get_default_dtype()
+    magnitude = a.to(dtype).abs()
+    return -magnitude if math.copysign(1.0, b) < 0 else magnitude
+
+
 def table() -> dict[Any, Callable]:
     """lowerkit's decompositions by op overload (empty with ``LOWERKIT_DECOMPOSITIONS=0``)."""
     if os.environ.get("LOWERKIT_DECOMPOSITIONS", "1") == "0":
@@ -531,4 +549,6 @@ def table() -> dict[Any, Callable]:
         aten.normal.float_Tensor: _normal,
         aten.normal.Tensor_Tensor: _normal,
         aten.scaled_dot_product_attention.default: _sdpa,
+        aten.fmod.Scalar: _fmod_scalar,
+        aten.copysign.Scalar: _copysign_scalar,
     }
