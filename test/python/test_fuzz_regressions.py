@@ -965,3 +965,25 @@ def test_fmod_and_copysign_by_python_numbers(target):
         assert g.dtype == w.dtype and torch.equal(g.isnan(), w.isnan()), (k, g, w)
         assert torch.equal(g[~w.isnan()], w[~w.isnan()]), (k, g, w)
         assert torch.equal(torch.signbit(g[~w.isnan()]), torch.signbit(w[~w.isnan()])), (k, g, w)
+
+
+# Fuzz campaign seed 2116, programs 1191-1194 on "vulkan:llvmpipe": a 1x1 convolution with
+# stride 2 over 16 rows, which never reads the last row, was 1.1-1.7 of the output's scale off:
+# `trim-conv-overhang` crops that row ([2, 4, 15, 1] of [2, 4, 16, 1]), and IREE's SPIR-V code
+# fused the crop into the convolution wrongly. `fence-strided-slices` writes such a crop first.
+_CROPPED_CONVS = {
+    "program-1193": (lambda a, w: F.conv2d(a, w, None, stride=2, groups=2), (2, 4, 16, 1), (2, 2, 1, 1)),
+    "dense-stride-2-1": (lambda a, w: F.conv2d(a, w, stride=(2, 1)), (2, 4, 16, 1), (3, 4, 1, 1)),
+    "conv1d-stride-3": (lambda a, w: F.conv1d(a, w, stride=3), (2, 8, 17), (4, 8, 2)),
+}
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan:llvmpipe", "vulkan"])
+@pytest.mark.parametrize("case", list(_CROPPED_CONVS))
+def test_a_cropped_convolution_input_on_vulkan(case, target):
+    fn, a_shape, w_shape = _CROPPED_CONVS[case]
+    g = torch.Generator().manual_seed(17)
+    a = torch.randint(-16, 17, a_shape, generator=g) / 4
+    w = torch.randint(-16, 17, w_shape, generator=g) / 4
+    assert_matches_eager(lowerkit.compile(fn, (a, w), target=target, cache=False)(a, w), fn(a, w))

@@ -63,3 +63,20 @@ def fence_result(op: Any) -> bool:
                                       results=[result.type], operands=[result])
     result.replace_all_uses_except(barrier.results[0], barrier)
     return True
+
+
+def contiguous(slice_: Any, ir: Any) -> bool:
+    """Whether a ``tensor.extract_slice`` reads one contiguous run of its source: unit strides,
+    and inside its innermost partial dim every dim whole, outside it every dim of size 1. A
+    slice with unit strides may still skip: ``[2, 32, 1, 1]`` of a ``[2, 32, 1, 2]`` tensor (a
+    1-wide ``max_pool1d`` with stride 3 over 2 columns) reads every other element (campaign seed
+    2113, programs 1346-1348: `fence-gathered-slices`), as does a crop of rows under a
+    convolution (seed 2116, programs 1191-1194: `fence-strided-slices`)."""
+    if any(s != 1 for s in ir.DenseI64ArrayAttr(slice_.attributes["static_strides"])):
+        return False
+    sizes = list(ir.DenseI64ArrayAttr(slice_.attributes["static_sizes"]))
+    whole = ir.RankedTensorType(slice_.operands[0].type).shape
+    if any(ir.ShapedType.is_dynamic_size(n) for n in sizes + list(whole)):
+        return False  # not known: fenced, which costs one dispatch and is never wrong
+    partial = [i for i, (n, w) in enumerate(zip(sizes, whole)) if n != w]
+    return not partial or all(n == 1 for n in sizes[:partial[-1]])

@@ -1,6 +1,6 @@
 """fence-gathered-slices: a strided slice that a gather reads is written to memory first.
 
-A slice is strided here when it does not read one contiguous run of its source (`_contiguous`),
+A slice is strided here when it does not read one contiguous run of its source (`contiguous`),
 whether by a step or by skipping part of an inner dim.
 
 IREE 3.13's llvm-cpu backend cannot compile a dispatch that fuses a strided
@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._linalg import NAMED_REDUCTIONS, reduces
-from ._source_fence import LEAVES, fence_result, ir_of, ops_where
+from ._source_fence import LEAVES, contiguous, fence_result, ir_of, ops_where
 
 NAME = "fence-gathered-slices"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
@@ -46,22 +46,6 @@ def _producer(value: Any, ir: Any):
     return None if isinstance(owner, ir.Block) else getattr(owner, "operation", owner)
 
 
-def _contiguous(slice_: Any, ir: Any) -> bool:
-    """Whether a ``tensor.extract_slice`` reads one contiguous run of its source: unit strides,
-    and inside its innermost partial dim every dim whole, outside it every dim of size 1. A
-    slice with unit strides may still skip: ``[2, 32, 1, 1]`` of a ``[2, 32, 1, 2]`` tensor (a
-    1-wide ``max_pool1d`` with stride 3 over 2 columns) reads every other element, and failed
-    to translate in the same way (campaign seed 2113, programs 1346-1348)."""
-    if any(s != 1 for s in ir.DenseI64ArrayAttr(slice_.attributes["static_strides"])):
-        return False
-    sizes = list(ir.DenseI64ArrayAttr(slice_.attributes["static_sizes"]))
-    whole = ir.RankedTensorType(slice_.operands[0].type).shape
-    if any(ir.ShapedType.is_dynamic_size(n) for n in sizes + list(whole)):
-        return False  # not known: fenced, which costs one dispatch and is never wrong
-    partial = [i for i, (n, w) in enumerate(zip(sizes, whole)) if n != w]
-    return not partial or all(n == 1 for n in sizes[:partial[-1]])
-
-
 def _strided_slice_under(value: Any, ir: Any, depth: int = 0) -> bool:
     """Whether ``value`` is a strided slice, maybe reshaped or converted by elementwise ops
     (which fuse with it: ``a.half()[:, :, ::3].float()``)."""
@@ -71,7 +55,7 @@ def _strided_slice_under(value: Any, ir: Any, depth: int = 0) -> bool:
     if op.name in _RESHAPES:
         return _strided_slice_under(op.operands[0], ir, depth + 1)
     if op.name == "tensor.extract_slice":
-        return not _contiguous(op, ir)
+        return not contiguous(op, ir)
     if op.name == "linalg.generic" and not reduces(op):
         n_in = len(op.operands) - len(op.results)
         return any(_strided_slice_under(v, ir, depth + 1) for v in list(op.operands)[:n_in])

@@ -16,7 +16,8 @@ producer writes its result, and the slice (fused with its consumers, as before) 
 memory. Every computed source is fenced, not only narrow ones: the narrow values may be a few
 fused ops upstream (``(b.float() * 3)[:, :, ::2, ::2]`` was wrong too, its slice's producer
 an ``f32`` multiply), and a fence costs one more dispatch, only where a program slices with a
-stride.
+stride. A crop that skips part of a dim (unit strides, not one contiguous run) and that a
+convolution reads is written as a copy of its own too (`_convolved`).
 Runs in IREE's MLIR build, on linalg on tensors, for Vulkan targets (`lowerkit.api`).
 """
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._source_fence import fence_result, fence_source, ir_of, ops_where
+from ._source_fence import contiguous, fence_result, fence_source, ir_of, ops_where
 
 NAME = "fence-strided-slices"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
@@ -35,7 +36,29 @@ def fence(module_op: Any) -> int:
     source; returns how many."""
     slices = ops_where(module_op, lambda op: op.name == "tensor.extract_slice" and _strided(op))
     fenced = sum(fence_source(slice_) for slice_ in slices)
-    return fenced + sum(fence_result(slice_) for slice_ in slices if _unit_dim(slice_))
+    fenced += sum(fence_result(slice_) for slice_ in slices if _unit_dim(slice_))
+    cropped = ops_where(module_op, lambda op: op.name == "tensor.extract_slice"
+                        and not _strided(op) and not contiguous(op, ir_of(op))
+                        and _convolved(op))
+    return fenced + sum(fence_result(slice_) for slice_ in cropped)
+
+
+_RESHAPES = frozenset({"tensor.expand_shape", "tensor.collapse_shape"})
+
+
+def _convolved(op: Any, depth: int = 0) -> bool:
+    """Whether a convolution reads ``op``'s result, maybe through reshapes. IREE 3.13's SPIR-V
+    code for `vulkan:llvmpipe` fused a crop that skips part of a dim (the rows
+    `trim-conv-overhang` drops: [2, 4, 15, 1] of [2, 4, 16, 1] under a 1x1 convolution with
+    stride 2) into the convolution and read the wrong rows, 1.1-1.7 of the output's scale off
+    (fuzz campaign seed 2116, programs 1191-1194); the crop as a copy of its own is right."""
+    for use in op.results[0].uses:
+        reader = use.owner
+        if reader.name.startswith("linalg.conv_") or reader.name.startswith("linalg.depthwise_conv"):
+            return True
+        if reader.name in _RESHAPES and depth < 4 and _convolved(reader, depth + 1):
+            return True
+    return False
 
 
 def _unit_dim(op: Any) -> bool:
