@@ -324,8 +324,6 @@ def _linear_source(n_in: int, n_out: int, align_corners: bool, scale: Any,
     i = torch.arange(n_out)
     if dtype != torch.float64:
         dtype = torch.float32
-    if n_in == n_out:  # eager reads each element twice, weighed 1 and 0 (an infinity: NaN)
-        return i, i, torch.zeros(n_out, dtype=dtype)
     f = np.float32 if dtype == torch.float32 else np.float64
     if align_corners:
         step = float(f(n_in - 1) / f(n_out - 1)) if n_out > 1 else 0.0
@@ -358,6 +356,11 @@ def _upsample_linear(x: torch.Tensor, output_size: Any, align_corners: bool,
     opmath = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
     y = x.to(opmath)
     for d in reversed(range(dims)):
+        if x.shape[2 + d] == output_size[d]:
+            # eager reads each element twice, weighed 1 and 0: an infinity is NaN there; `y - y`
+            # (not `y * 0`, which a Vulkan driver folds to 0: `keep-nan-self-subtract`)
+            y = y + (y - y)
+            continue
         lo, hi, a = _linear_source(x.shape[2 + d], output_size[d], align_corners, scales[d],
                                    opmath)
         a = a.reshape([-1] + [1] * (dims - 1 - d))
