@@ -452,3 +452,35 @@ def test_an_out_argument_of_another_shape_is_refused_clearly():
     art = lowerkit.compile(arange_into, (x.clone(),), cache=False)
     mine = torch.zeros(12, dtype=torch.int64)
     assert torch.equal(art(mine), arange_into(x)) and torch.equal(mine, x)
+
+
+class _AdaptivePools(torch.nn.Module):
+    def forward(self, x):
+        values, indices = F.adaptive_max_pool2d(x, (4, 3), return_indices=True)
+        line, line_indices = F.adaptive_max_pool1d(x.flatten(2), 5, return_indices=True)
+        return (F.adaptive_avg_pool2d(x, (4, 3)), values, indices, line, line_indices,
+                F.avg_pool2d(x[0], 2))
+
+
+def test_adaptive_pooling_over_dynamic_sizes():
+    """torch-mlir lowers adaptive pooling over dynamic sizes to a pooling with a computed
+    kernel it then cannot legalize, and a ``[C, H, W]`` pooling to a ``linalg`` op that fails
+    to verify (torch-mlir's e2e ``Adaptive*Pool*Dynamic*``, ``AvgPool2dCHWModule``). Indices
+    are checked exactly, at ties (the first maximum wins) and NaNs (the last NaN wins)."""
+    from torch.export import Dim
+
+    torch.manual_seed(0)
+    model = _AdaptivePools()
+    art = lowerkit.compile(model, (torch.rand(2, 3, 9, 7),),
+                           dynamic_shapes=({d: Dim.AUTO for d in range(4)},), cache=False)
+    for shape in ((2, 3, 9, 7), (1, 4, 10, 16), (3, 2, 6, 5)):
+        x = torch.rand(*shape).round(decimals=1)  # ties
+        x.view(-1)[::7] = float("nan")
+        expected = model(x)
+        actual = art(x)
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            if e.dtype == torch.int64:
+                assert torch.equal(a, e), f"{shape}, output {i}: indices differ"
+            else:
+                assert torch.allclose(a, e, rtol=1e-5, atol=1e-6, equal_nan=True), \
+                    f"{shape}, output {i}: {(a - e).abs().nan_to_num().max()}"

@@ -987,3 +987,29 @@ def test_a_cropped_convolution_input_on_vulkan(case, target):
     a = torch.randint(-16, 17, a_shape, generator=g) / 4
     w = torch.randint(-16, 17, w_shape, generator=g) / 4
     assert_matches_eager(lowerkit.compile(fn, (a, w), target=target, cache=False)(a, w), fn(a, w))
+
+
+# Found beside issue 20's dynamic adaptive pooling: lowerkit's uneven adaptive average pooling
+# (two matmuls with averaging matrices) multiplied a NaN or an infinity by the weight 0 of every
+# other window of its rows and columns, so one NaN made most of the output NaN.
+def _uneven_adaptive_average(x, h):
+    return F.adaptive_avg_pool2d(x, (2, 3)), F.adaptive_avg_pool2d(h, (3, 2))
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("vulkan:llvmpipe", marks=pytest.mark.runs_target),
+                                    pytest.param("vulkan", marks=pytest.mark.runs_target)])
+def test_uneven_adaptive_average_pooling_keeps_nan_and_infinities_in_their_windows(target):
+    nan, inf = float("nan"), float("inf")
+    x = torch.rand(1, 3, 5, 7)
+    x[0, 0, 0, 0], x[0, 1, 4, 6], x[0, 2, 2, 3], x[0, 2, 2, 4] = nan, inf, inf, -inf
+    h = torch.rand(2, 7, 5).to(torch.float16)
+    h[1, 3, 1], h[0, 0, 4] = -inf, nan
+    art = lowerkit.compile(_uneven_adaptive_average, (x, h), target=target, cache=False)
+    for i, (got, want) in enumerate(zip(art(x, h), _uneven_adaptive_average(x, h))):
+        assert got.dtype == want.dtype, i
+        assert torch.equal(got.isnan(), want.isnan()), (i, got, want)
+        assert torch.equal(got.isinf(), want.isinf()), (i, got, want)
+        finite = want.isfinite()
+        # float16: eager sums in float32 and rounds once; the matmuls round each product
+        assert torch.allclose(got[finite].float(), want[finite].float(),
+                              rtol=1e-5 if got.dtype == torch.float32 else 2e-3), (i, got, want)

@@ -258,19 +258,104 @@ def _window_means(size: int, out: int, like: torch.Tensor) -> torch.Tensor:
 
 
 def _adaptive_avg_pool2d(x: torch.Tensor, output_size: Any) -> Any:
-    """Uneven adaptive average pooling as two small matmuls with constant averaging matrices
-    (rows, then columns). torch's own decomposition gathers with computed indices, which IREE's
-    SPIR-V path gets wrong (vulkan:llvmpipe, a [7, 3, 7] input pooled to 2x2: max error 0.64;
-    fuzzer seed 20261124). Even windows keep the usual path (a plain pooling)."""
-    if not _static(x) or not x.dtype.is_floating_point or x.dim() not in (3, 4) or x.numel() == 0:
+    """Uneven adaptive average pooling as two small matmuls with averaging matrices (rows, then
+    columns). torch's own decomposition gathers with computed indices, which IREE's SPIR-V path
+    gets wrong (vulkan:llvmpipe, a [7, 3, 7] input pooled to 2x2: max error 0.64; fuzzer seed
+    20261124). Even static windows keep the usual path (a plain pooling). Over dynamic sizes
+    torch-mlir's path is an ``avg_pool2d`` with a computed kernel, which it cannot lower
+    (torch-mlir's e2e ``AdaptiveAvgPool*Dynamic*``), so the matmuls are built from the sizes."""
+    if not x.dtype.is_floating_point or x.dim() not in (3, 4) or 0 in x.shape[:-2]:
         return NotImplemented
     h, w = x.shape[-2:]
     oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
-    if (h % oh == 0 and w % ow == 0) or 0 in (oh, ow):
+    if 0 in (oh, ow) or (_static(x) and (x.numel() == 0 or (h % oh == 0 and w % ow == 0))):
         return NotImplemented
     rows = _window_means(h, oh, x)
     cols = _window_means(w, ow, x)
-    return torch.matmul(torch.matmul(rows, x), cols.t())
+    # A NaN or an infinity times another window's weight 0 would spread to every window of its
+    # rows and columns; the finite values are averaged, and each window's NaN, +inf and -inf
+    # are counted by the same matmuls, then put back as eager's sum would have them.
+    nan, pos, neg = x != x, x == math.inf, x == -math.inf
+    finite = torch.where(nan | pos | neg, torch.zeros_like(x), x)
+    pooled = torch.matmul(torch.matmul(rows, torch.stack([finite, nan.to(x.dtype),
+                                                          pos.to(x.dtype), neg.to(x.dtype)])),
+                          cols.t())
+    mean, nan, pos, neg = pooled[0], pooled[1] > 0, pooled[2] > 0, pooled[3] > 0
+    return torch.where(nan | (pos & neg), math.nan,
+                       torch.where(pos, math.inf, torch.where(neg, -math.inf, mean)))
+
+
+def _adaptive_window_max(x: torch.Tensor, dim: int, out: int, carry: Any = None) -> tuple:
+    """Adaptive max pooling along one dim: each output's window gathered as ``k`` columns (the
+    longest window's length, shorter ones repeating their last element), then the element eager
+    picks: the first maximum, or the last NaN where the window has one (ATen's CPU kernel
+    replaces its pick on ``val > max || isnan(val)``). Returns the values, their positions
+    along ``dim`` and ``carry`` (a tensor of ``x``'s shape) at the same picks."""
+    size = x.shape[dim]
+    j = torch.arange(out, device=x.device).unsqueeze(1)
+    start = torch.div(j * size, out, rounding_mode="floor")
+    end = torch.div((j + 1) * size + out - 1, out, rounding_mode="floor")
+    k = torch.arange((size + out - 1) // out + 1, device=x.device).unsqueeze(0)
+    where = torch.minimum(start + k, end - 1)                         # [out, k]
+    shape = list(x.shape)
+    shape[dim:dim + 1] = [out, where.shape[1]]
+    def windows_of(t: torch.Tensor) -> torch.Tensor:
+        return torch.index_select(t, dim, where.reshape(-1)).reshape(shape)
+
+    windows = windows_of(x)
+    nan = torch.isnan(windows)
+    steps = torch.arange(where.shape[1], device=x.device).view([-1] + [1] * (x.dim() - dim - 1))
+    last_nan = torch.amax(nan.to(torch.int64) * steps, dim + 1)
+    first_max = torch.argmax(windows.masked_fill(nan, -math.inf), dim + 1)
+    pick = torch.where(torch.any(nan, dim + 1), last_nan, first_max)
+    pick = pick.unsqueeze(dim + 1)
+
+    def picked(t: torch.Tensor) -> torch.Tensor:
+        return torch.gather(t, dim + 1, pick).squeeze(dim + 1)
+
+    positions = where.view([out, -1] + [1] * (x.dim() - dim - 1)).expand(windows.shape)
+    return (picked(windows), picked(positions),
+            None if carry is None else picked(windows_of(carry)))
+
+
+def _adaptive_max_pool(x: torch.Tensor, output_size: Any, spatial: int) -> Any:
+    """``adaptive_max_pool1d`` / ``2d`` over dynamic sizes, one spatial dim at a time, with the
+    flat index eager returns. torch-mlir's path is a ``max_pool2d`` with a computed kernel,
+    which it cannot lower (torch-mlir's e2e ``AdaptiveMaxPool*Dynamic*``). Static sizes keep
+    it. The separable pick equals eager's row-major scan: the first row holding a maximum and
+    its first maximum, or the last row holding a NaN and its last NaN."""
+    if _static(x) or not x.dtype.is_floating_point or x.dim() not in (spatial + 1, spatial + 2):
+        return NotImplemented
+    sizes = [output_size] * spatial if isinstance(output_size, int) else list(output_size)
+    if 0 in sizes:
+        return NotImplemented
+    if spatial == 1:
+        return _adaptive_window_max(x, x.dim() - 1, sizes[0])[:2]
+    h, w = x.dim() - 2, x.dim() - 1
+    by_col, col, _ = _adaptive_window_max(x, w, sizes[1])             # [..., H, ow]
+    # the flat index rides along as the carry: a sum of the two picks' positions, each from
+    # its own gather chain, fails iree-compile over dynamic sizes ("'tensor.dim' op unexpected
+    # during shape cleanup")
+    flat = col + torch.arange(x.shape[h], device=x.device).unsqueeze(1) * x.shape[w]
+    values, _, index = _adaptive_window_max(by_col, h, sizes[0], flat)  # [..., oh, ow]
+    return values, index
+
+
+def _adaptive_max_pool1d(x: torch.Tensor, output_size: Any) -> Any:
+    return _adaptive_max_pool(x, output_size, 1)
+
+
+def _adaptive_max_pool2d(x: torch.Tensor, output_size: Any) -> Any:
+    return _adaptive_max_pool(x, output_size, 2)
+
+
+def _avg_pool2d(x: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+    """An unbatched ``[C, H, W]`` average pooling over dynamic sizes, pooled as a batch of one:
+    torch-mlir's lowering gives ``linalg.pooling_nchw_sum`` the 3-D input, which fails to verify
+    (torch-mlir's e2e ``AvgPool2dCHWModule``)."""
+    if x.dim() != 3 or _static(x):
+        return NotImplemented
+    return aten.avg_pool2d.default(x.unsqueeze(0), *args, **kwargs).squeeze(0)
 
 
 def _gelu(x: torch.Tensor, approximate: str = "none") -> Any:
@@ -531,6 +616,9 @@ def table() -> dict[Any, Callable]:
         aten.cumsum.default: _cumsum,
         aten.convolution.default: _convolution,
         aten._adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
+        aten.adaptive_max_pool1d.default: _adaptive_max_pool1d,
+        aten.adaptive_max_pool2d.default: _adaptive_max_pool2d,
+        aten.avg_pool2d.default: _avg_pool2d,
         aten.gelu.default: _gelu,
         aten.isfinite.default: _isfinite,
         aten._unsafe_index.Tensor: _unsafe_index,
