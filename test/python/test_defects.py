@@ -484,3 +484,27 @@ def test_adaptive_pooling_over_dynamic_sizes():
             else:
                 assert torch.allclose(a, e, rtol=1e-5, atol=1e-6, equal_nan=True), \
                     f"{shape}, output {i}: {(a - e).abs().nan_to_num().max()}"
+
+
+def _prims_programs(x):  # x: [2, 1, 6, 3]
+    prims = torch.ops.prims
+    squeezed = prims.squeeze(x, [1])
+    return (squeezed * 2, prims.view_of(x) + 1, prims.split_dim(squeezed, 1, 3),
+            prims.prod(x, (0, 3)), prims.prod(x, [0, 1, 2, 3]))
+
+
+def test_prims_views_and_products():
+    """``torch.ops.prims``' views failed ``run_decompositions`` ("a custom (non-ATen) operator
+    whose output has alias annotations") and ``prims.prod`` reached torch-mlir unlowered
+    (torch-mlir's e2e ``PrimsSqueeze*``, ``PrimsViewOf*``, ``SplitDim*``, ``PrimsProd*``)."""
+    from torch.export import Dim
+
+    torch.manual_seed(0)
+    x = torch.rand(2, 1, 6, 3) + 0.5
+    _check(_prims_programs, x)
+    art = lowerkit.compile(_prims_programs, (x,), dynamic_shapes=({0: Dim.AUTO, 3: Dim.AUTO},),
+                           cache=False)
+    for shape in ((2, 1, 6, 3), (3, 1, 6, 5)):
+        y = torch.rand(*shape) + 0.5
+        result = compare(art(y), _prims_programs(y))
+        assert result.ok, f"{shape}: {result.message}"

@@ -605,6 +605,34 @@ def _copysign_scalar(a: torch.Tensor, b: Any) -> Any:
     return -magnitude if math.copysign(1.0, b) < 0 else magnitude
 
 
+def _prims_prod(x: torch.Tensor, dims: Any, *, output_dtype: Any = None) -> Any:
+    """``prims.prod`` as ATen's one-dim products, innermost first (torch-mlir has no lowering
+    of the prim: its e2e ``PrimsProdFloatModule``)."""
+    y = x if output_dtype is None else x.to(output_dtype)
+    for dim in sorted({d % max(x.dim(), 1) for d in (range(x.dim()) if dims is None else dims)},
+                      reverse=True):
+        y = torch.prod(y, dim)
+    return y
+
+
+def aten_views_for_prims(graph: torch.fx.Graph) -> None:
+    """Each of prims' views (``squeeze``, ``view_of``, ``split_dim``) made its ATen twin in
+    place: ``run_decompositions`` refuses a non-ATen op whose output aliases its input before
+    any table is consulted (torch-mlir's e2e ``PrimsSqueeze*``, ``PrimsViewOf*``,
+    ``SplitDim*``)."""
+    prims = torch.ops.prims
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is prims.squeeze.default:
+            node.target = aten.squeeze.dims
+        elif node.target is prims.view_of.default:
+            node.target = aten.alias.default
+        elif node.target is prims.split_dim.default:
+            x, dim, outer = node.args
+            node.target, node.args = aten.unflatten.int, (x, dim, [outer, -1])
+
+
 def table() -> dict[Any, Callable]:
     """lowerkit's decompositions by op overload (empty with ``LOWERKIT_DECOMPOSITIONS=0``)."""
     if os.environ.get("LOWERKIT_DECOMPOSITIONS", "1") == "0":
@@ -642,4 +670,5 @@ def table() -> dict[Any, Callable]:
         aten.scaled_dot_product_attention.default: _sdpa,
         aten.fmod.Scalar: _fmod_scalar,
         aten.copysign.Scalar: _copysign_scalar,
+        torch.ops.prims.prod.default: _prims_prod,
     }

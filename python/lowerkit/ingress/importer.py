@@ -137,6 +137,7 @@ def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedP
             # torch 2.13's own deepcopy of its tree specs warns on every compile; not the user's
             warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`",
                                     category=FutureWarning)
+            decompositions.aten_views_for_prims(exported.graph)
             return exported.run_decompositions(decomposition_table())
     except Exception as e:
         raise IngressError(f"stage 'torch-decompose' failed: {type(e).__name__}: {e}") from e
