@@ -508,3 +508,27 @@ def test_prims_views_and_products():
         y = torch.rand(*shape) + 0.5
         result = compare(art(y), _prims_programs(y))
         assert result.ok, f"{shape}: {result.message}"
+
+
+def _math_on_sizes(q, k, v, x):
+    return (F.scaled_dot_product_attention(q, k, v, is_causal=True),  # scale 1/sqrt(E), E dynamic
+            F.interpolate(x, scale_factor=1.5, mode="nearest"))        # size trunc(L * 1.5)
+
+
+def test_python_math_on_dynamic_sizes():
+    """Over dynamic sizes the exported graph computes attention's default scale and an
+    interpolation's output size in Python (``sym_float``, ``**``, ``math.trunc`` of sizes),
+    which torch-mlir's importer cannot import (torch-mlir's e2e
+    ``ScaledDotProductAttentionSame*``, ``UpSampleNearest1dVecNoneShape``)."""
+    from torch.export import Dim
+
+    torch.manual_seed(0)
+    shapes = ((2, 5, 8), (2, 5, 8), (2, 5, 8), (2, 3, 6))
+    args = tuple(torch.rand(*s) for s in shapes)
+    seq = {0: Dim.AUTO, 1: Dim.AUTO, 2: Dim.AUTO}
+    art = lowerkit.compile(_math_on_sizes, args, dynamic_shapes=(seq, seq, seq, seq), cache=False)
+    for (b, n, e), length in (((2, 5, 8), 6), ((3, 7, 4), 9), ((1, 16, 32), 5)):
+        call = (torch.rand(b, n, e), torch.rand(b, n, e), torch.rand(b, n, e),
+                torch.rand(b + 1, 3, length))
+        result = compare(art(*call), _math_on_sizes(*call))
+        assert result.ok, f"{(b, n, e)}, {length}: {result.message}"

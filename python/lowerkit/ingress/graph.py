@@ -22,6 +22,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..errors import IngressError
+from . import symbolic_scalars
 from .importer import ImportedProgram
 from .locations import name_node_locations
 from .signature import (CallSignature, Constant, ItemSpec, Leaf, ScalarSpec, SizeSpec,
@@ -119,6 +120,7 @@ def _canonicalize(graph: torch.fx.Graph) -> None:
                 graph.erase_node(node)
             elif any(kept):
                 node.args = (src, [-1 if k else s for k, s in zip(kept, sizes)])
+    symbolic_scalars.rewrite(graph)
     graph.eliminate_dead_code()  # the sym_size nodes only the expands used
 
 
@@ -129,14 +131,6 @@ _ON_THE_TENSOR = {
     math.ceil: (torch.ops.aten.ceil.default, torch.int64),
     torch.sym_float: (None, torch.float64),
 }
-
-
-def _describe(node: torch.fx.Node, example: torch.Tensor) -> None:
-    """The metadata torch-mlir's importer reads off a node lowerkit adds."""
-    from torch.fx.passes.shape_prop import _extract_tensor_metadata
-
-    node.meta["val"] = example
-    node.meta["tensor_meta"] = _extract_tensor_metadata(example)
 
 
 def _read_from_data(arg: Any) -> bool:
@@ -153,9 +147,9 @@ def _apply_before_reading(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
     with graph.inserting_before(node):
         if op is not None:
             tensor = graph.call_function(op, (tensor,))
-            _describe(tensor, torch.empty(example.shape, dtype=example.dtype))
+            symbolic_scalars.describe(tensor, torch.empty(example.shape, dtype=example.dtype))
         cast = graph.call_function(torch.ops.aten._to_copy.default, (tensor,), {"dtype": dtype})
-        _describe(cast, torch.empty(example.shape, dtype=dtype))
+        symbolic_scalars.describe(cast, torch.empty(example.shape, dtype=dtype))
         read = graph.call_function(torch.ops.aten._local_scalar_dense.default, (cast,))
     read.meta["val"] = node.meta["val"]
     node.replace_all_uses_with(read)
@@ -208,7 +202,7 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Imp
             spec = ItemSpec((), _ITEM_DTYPES[type(v)])
             item = graph.call_function(torch.ops.aten.scalar_tensor.default, (node,),
                                        {"dtype": spec.dtype})  # appended: no output node yet
-            _describe(item, torch.empty((), dtype=spec.dtype))
+            symbolic_scalars.describe(item, torch.empty((), dtype=spec.dtype))
             returned.append(item)
             out_leaves.append(spec)
         elif v is None:

@@ -19,7 +19,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..errors import IngressError
-from . import containers, decompositions
+from . import containers, decompositions, symbolic_scalars
 from .constant_lists import read_list_constants
 from .locations import name_node_locations
 from .signature import CallSignature, Constant, Leaf, TensorSpec
@@ -138,7 +138,9 @@ def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedP
             warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`",
                                     category=FutureWarning)
             decompositions.aten_views_for_prims(exported.graph)
-            return exported.run_decompositions(decomposition_table())
+            decomposed = exported.run_decompositions(decomposition_table())
+        symbolic_scalars.rewrite(decomposed.graph)
+        return decomposed
     except Exception as e:
         raise IngressError(f"stage 'torch-decompose' failed: {type(e).__name__}: {e}") from e
 
