@@ -532,3 +532,49 @@ def test_python_math_on_dynamic_sizes():
                 torch.rand(b + 1, 3, length))
         result = compare(art(*call), _math_on_sizes(*call))
         assert result.ok, f"{(b, n, e)}, {length}: {result.message}"
+
+
+def _mislowered(i, x, g):  # i: int64 [n, 4]; x: [t, b, c]; g: [b]
+    return (torch.clamp(i, min=-2.5, max=2.5),
+            torch.ops.aten.rms_norm(x, [x.shape[-1]], None, eps=0.8),
+            torch.ops.aten.rms_norm(x, [x.shape[1], x.shape[2]], None),
+            F.rms_norm(x.transpose(1, 2), [g.shape[0]], g))
+
+
+def test_ops_torch_mlir_lowers_wrongly():
+    """An int64 clamped by Python floats (``arith.cmpf`` on integers), ``conv_tbc`` (the
+    wrong layout) and RMS norm over dynamic sizes (``torch.constant.int`` left unconverted):
+    torch-mlir's e2e ``ElementwiseClampIntToFloatModule``, ``ConvTbcModule``,
+    ``RMSNormDynamicModule``."""
+    from torch.export import Dim
+
+    torch.manual_seed(0)
+    _check(lambda x, w, b: torch.conv_tbc(x, w, b, 1),
+           torch.rand(9, 4, 5), torch.rand(3, 5, 6), torch.rand(6))
+
+    def args(n, t, b, c):
+        return torch.randint(-9, 9, (n, 4)), torch.rand(t, b, c), torch.rand(b)
+
+    first = args(3, 9, 5, 7)
+    dyn = tuple({d: Dim.AUTO for d in range(a.dim())} for a in first)
+    art = lowerkit.compile(_mislowered, first, dynamic_shapes=dyn, cache=False)
+    for shape in ((3, 9, 5, 7), (4, 11, 6, 3)):
+        call = args(*shape)
+        result = compare(art(*call), _mislowered(*call))
+        assert result.ok, f"{shape}: {result.message}"
+
+
+def test_a_dynamic_dim_export_specialises_is_checked_at_the_call():
+    """``torch.export`` may specialise a dim the user asked dynamic (``conv_tbc``'s meta does
+    it to every dim); after ``run_decompositions`` such a dim is a constant SymInt, which the
+    signature kept as the string "9" and never checked: the call reached IREE's own shape
+    assert instead of lowerkit's `InputError` naming the input."""
+    from torch.export import Dim
+
+    args = (torch.rand(9, 4, 5), torch.rand(3, 5, 6), torch.rand(6))
+    art = lowerkit.compile(lambda x, w, b: torch.conv_tbc(x, w, b, 1), args, cache=False,
+                           dynamic_shapes=tuple({d: Dim.AUTO for d in range(a.dim())}
+                                                for a in args))
+    assert art.signature.in_leaves[0].shape == (9, 4, 5)
+    with pytest.raises(lowerkit.errors.InputError, match=r"input 0 has shape \[11, 4, 5\]"):
+        art(torch.rand(11, 4, 5), *args[1:])

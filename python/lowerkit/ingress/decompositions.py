@@ -605,6 +605,40 @@ def _copysign_scalar(a: torch.Tensor, b: Any) -> Any:
     return -magnitude if math.copysign(1.0, b) < 0 else magnitude
 
 
+def _clamp(x: torch.Tensor, min: Any = None, max: Any = None) -> Any:
+    """An integer tensor clamped by a Python float, in the float dtype eager promotes it to:
+    torch-mlir compares the integers with ``arith.cmpf`` and fails to verify (torch-mlir's e2e
+    ``ElementwiseClampIntToFloatModule``)."""
+    if x.dtype.is_floating_point or x.dtype.is_complex \
+            or not any(isinstance(b, float) for b in (min, max)):
+        return NotImplemented
+    return aten.clamp.default(x.to(torch.result_type(x, 1.0)), min, max)
+
+
+def _conv_tbc(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pad: int = 0) -> Any:
+    """``conv_tbc`` (time, batch, channels) as the ``conv1d`` it is, transposed in and out:
+    torch-mlir's lowering returns the wrong layout (torch-mlir's e2e ``ConvTbcModule``)."""
+    y = aten.convolution.default(x.permute(1, 2, 0), weight.permute(2, 1, 0), None, [1], [pad],
+                                 [1], False, [0], 1)
+    # the bias added after: given to the convolution over dynamic sizes, torch-mlir's
+    # broadcast of it into the transposed weight's output failed to verify
+    return y.permute(2, 0, 1) + bias
+
+
+def _rms_norm(x: torch.Tensor, normalized_shape: Any, weight: Any = None,
+              eps: Any = None) -> Any:
+    """RMS norm over dynamic sizes as eager's composite computes it (in float32 for narrower
+    floats): torch-mlir's lowering leaves ``torch.constant.int`` unconverted there (torch-mlir's
+    e2e ``RMSNormDynamicModule``). Static sizes keep torch-mlir's."""
+    if _static(x) and (weight is None or _static(weight)) or not x.dtype.is_floating_point:
+        return NotImplemented
+    wide = x.to(torch.promote_types(x.dtype, torch.float32))
+    dims = list(range(x.dim() - len(normalized_shape), x.dim()))
+    eps = torch.finfo(wide.dtype).eps if eps is None else eps
+    y = (wide * torch.rsqrt(wide.pow(2).mean(dims, keepdim=True) + eps)).to(x.dtype)
+    return y if weight is None else y * weight
+
+
 def _prims_prod(x: torch.Tensor, dims: Any, *, output_dtype: Any = None) -> Any:
     """``prims.prod`` as ATen's one-dim products, innermost first (torch-mlir has no lowering
     of the prim: its e2e ``PrimsProdFloatModule``)."""
@@ -671,4 +705,7 @@ def table() -> dict[Any, Callable]:
         aten.fmod.Scalar: _fmod_scalar,
         aten.copysign.Scalar: _copysign_scalar,
         torch.ops.prims.prod.default: _prims_prod,
+        aten.clamp.default: _clamp,
+        aten.conv_tbc.default: _conv_tbc,
+        aten.rms_norm.default: _rms_norm,
     }

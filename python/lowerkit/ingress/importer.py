@@ -17,12 +17,13 @@ from typing import Any, Callable
 
 import torch
 import torch.utils._pytree as pytree
+from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
 from ..errors import IngressError
 from . import containers, decompositions, symbolic_scalars
 from .constant_lists import read_list_constants
 from .locations import name_node_locations
-from .signature import CallSignature, Constant, Leaf, TensorSpec
+from .signature import CallSignature, Constant, Leaf, TensorSpec, static_size
 from .tensor_literals import TensorLiteralHooks
 from .weights import import_with_weight_arguments
 
@@ -364,7 +365,8 @@ def _call_signature(exported: Any, in_spec: Any, in_leaves: list[Leaf], captured
         val = node.meta["val"]
         names = _dim_names(dyn[i]) if i < len(dyn) else {}
         shape = tuple(
-            int(d) if isinstance(d, int) else names.get(j, str(d)) for j, d in enumerate(val.shape)
+            static_size(d) if is_concrete_int(d) else names.get(j, str(d))
+            for j, d in enumerate(val.shape)
         )
         specs.append(TensorSpec(shape, val.dtype))
     it = iter(specs)

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
+from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
 from ..errors import InputError
 
@@ -28,6 +29,13 @@ _DTYPES = {str(d).removeprefix("torch."): d for d in (
 
 def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def static_size(d: Any) -> int:
+    """A size as an int: a SymInt can be a constant (``run_decompositions`` gives a dimension
+    that ``torch.export`` specialised a SymInt whose string is its value, which a call must
+    then be checked against like any static size)."""
+    return d if isinstance(d, int) else int(d.node.expr)
 
 
 @dataclass(frozen=True)
@@ -44,8 +52,8 @@ class TensorSpec:
     @staticmethod
     def of(tensor: torch.Tensor) -> "TensorSpec":
         """The spec of a real or fake tensor; a symbolic dimension is named by its symbol."""
-        return TensorSpec(tuple(d if isinstance(d, int) else str(d) for d in tensor.shape),
-                          tensor.dtype)
+        return TensorSpec(tuple(static_size(d) if is_concrete_int(d) else str(d)
+                                for d in tensor.shape), tensor.dtype)
 
     def to_json(self) -> dict:
         return {"shape": list(self.shape), "dtype": dtype_name(self.dtype)}
