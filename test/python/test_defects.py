@@ -578,3 +578,49 @@ def test_a_dynamic_dim_export_specialises_is_checked_at_the_call():
     assert art.signature.in_leaves[0].shape == (9, 4, 5)
     with pytest.raises(lowerkit.errors.InputError, match=r"input 0 has shape \[11, 4, 5\]"):
         art(torch.rand(11, 4, 5), *args[1:])
+
+
+def _scatter_reductions(x, index, src, i, isrc):
+    return tuple([torch.scatter_reduce(x, 0, index, src, r, include_self=False)
+                  for r in ("sum", "prod", "mean", "amax", "amin")]
+                 + [torch.scatter_reduce(i, 0, index, isrc, r, include_self=False)
+                    for r in ("mean", "amax", "amin")])
+
+
+def test_scatter_reduce_without_self_over_dynamic_sizes():
+    """``scatter_reduce(..., include_self=False)`` over dynamic sizes: torch-mlir's form
+    needed an unbounded stack buffer in iree-compile (torch-mlir's e2e
+    ``ScatterReduce*Module``). Targets no source reaches keep their value; an integer mean
+    is floored, as eager's."""
+    from torch.export import Dim
+
+    gen = torch.Generator().manual_seed(0)
+
+    def args(n, m):
+        index = torch.randint(0, 4, (3, m), generator=gen)
+        return (torch.rand(n, m, generator=gen), index, torch.rand(5, m, generator=gen) - 0.5,
+                torch.randint(-50, 50, (n, m), generator=gen),
+                torch.randint(-50, 50, (5, m), generator=gen))
+
+    first = args(6, 5)
+    dyn = tuple({d: Dim.AUTO for d in range(a.dim())} for a in first)
+    art = lowerkit.compile(_scatter_reductions, first, dynamic_shapes=dyn, cache=False)
+    for shape in ((6, 5), (9, 3)):
+        call = args(*shape)
+        for k, (a, e) in enumerate(zip(art(*call), _scatter_reductions(*call))):
+            assert a.dtype == e.dtype and torch.allclose(a, e, rtol=1e-5, atol=1e-6), \
+                f"{shape}, output {k}: {a} vs {e}"
+
+
+def test_matmuls_of_narrow_integers():
+    """An int8 ``mm`` crashed torch-mlir's ``linalg-on-tensors`` (SIGSEGV, isolated) and
+    ``_int_mm`` of a uint8 did not lower (torch-mlir's e2e ``AtenMmInt8*``,
+    ``AtenIntMMMixedSigni8``). Sums that wrap in int8 wrap as eager's."""
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randint(-128, 128, (16, 40), generator=gen).to(torch.int8)
+    b = torch.randint(-128, 128, (40, 8), generator=gen).to(torch.int8)
+    u = torch.randint(0, 256, (16, 40), generator=gen).to(torch.uint8)
+    f = lambda a, b, u: (torch.mm(a, b), torch._int_mm(u, b), torch.mm(a[:, :0], b[:0]))
+    art = lowerkit.compile(f, (a, b, u), cache=False)
+    for k, (got, want) in enumerate(zip(art(a, b, u), f(a, b, u))):
+        assert got.dtype == want.dtype and torch.equal(got, want), k

@@ -639,6 +639,50 @@ def _rms_norm(x: torch.Tensor, normalized_shape: Any, weight: Any = None,
     return y if weight is None else y * weight
 
 
+def _integer_mm(a: torch.Tensor, b: torch.Tensor) -> Any:
+    """A matmul of 8- or 16-bit integers as an int32 one, cast to eager's dtype: the low bits
+    of a wrapped int32 sum are the low bits of the exact sum, as eager's wrapping gives them.
+    torch-mlir's lowering of an int8 ``mm`` crashed in ``linalg-on-tensors`` (SIGSEGV; e2e
+    ``AtenMmInt8Types``, ``AtenMmInt8ZeroK``); ``_int_mm`` of a uint8 it did not lower."""
+    narrow = (torch.int8, torch.uint8, torch.int16)
+    if a.dtype not in narrow or b.dtype not in narrow:
+        return NotImplemented
+    return torch.mm(a.to(torch.int32), b.to(torch.int32)).to(torch.result_type(a, b))
+
+
+def _int_mm(a: torch.Tensor, b: torch.Tensor) -> Any:
+    if a.dtype not in (torch.int8, torch.uint8) or b.dtype not in (torch.int8, torch.uint8):
+        return NotImplemented
+    return torch.mm(a.to(torch.int32), b.to(torch.int32))
+
+
+_SCATTER_IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": -math.inf, "amin": math.inf}
+
+
+def _scatter_reduce(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor,
+                    reduce: str, *, include_self: bool = True) -> Any:
+    """``include_self=False`` over dynamic sizes as eager computes it: each target first set
+    to the reduction's identity, then reduced with itself included (a mean divides by the
+    count of sources, floored for integers). torch-mlir's own form needed an unbounded stack
+    buffer in iree-compile (e2e ``ScatterReduce*Module`` over dynamic sizes)."""
+    if include_self or _static(x) or reduce not in _SCATTER_IDENTITY or x.dtype == torch.bool:
+        return NotImplemented
+    identity = _SCATTER_IDENTITY[reduce]
+    if not x.dtype.is_floating_point and math.isinf(identity):
+        info = torch.iinfo(x.dtype)
+        identity = info.min if identity < 0 else info.max
+    hit = torch.zeros_like(x, dtype=torch.bool).scatter(dim, index, True)
+    base = torch.where(hit, torch.full_like(x, identity), x)
+    if reduce != "mean":
+        return aten.scatter_reduce.two(base, dim, index, src, reduce, include_self=True)
+    total = aten.scatter_reduce.two(base, dim, index, src, "sum", include_self=True)
+    count = torch.zeros_like(x).scatter_add(dim, index, torch.ones_like(src))
+    count = torch.where(count == 0, torch.ones_like(count), count)
+    if x.dtype.is_floating_point:
+        return total / count
+    return torch.div(total, count, rounding_mode="floor")
+
+
 def _prims_prod(x: torch.Tensor, dims: Any, *, output_dtype: Any = None) -> Any:
     """``prims.prod`` as ATen's one-dim products, innermost first (torch-mlir has no lowering
     of the prim: its e2e ``PrimsProdFloatModule``)."""
@@ -708,4 +752,7 @@ def table() -> dict[Any, Callable]:
         aten.clamp.default: _clamp,
         aten.conv_tbc.default: _conv_tbc,
         aten.rms_norm.default: _rms_norm,
+        aten.mm.default: _integer_mm,
+        aten._int_mm.default: _int_mm,
+        aten.scatter_reduce.two: _scatter_reduce,
     }
