@@ -624,3 +624,24 @@ def test_matmuls_of_narrow_integers():
     art = lowerkit.compile(f, (a, b, u), cache=False)
     for k, (got, want) in enumerate(zip(art(a, b, u), f(a, b, u))):
         assert got.dtype == want.dtype and torch.equal(got, want), k
+
+
+def _chunks(x):
+    a, b, c = torch.chunk(x, 3, 1)
+    first, rest = torch.split(x, [2, x.shape[1] - 2], 1)
+    return a + b + c, first * 2, rest.sum(1)
+
+
+def test_chunks_of_a_dynamic_dim():
+    """``chunk`` of a dynamic dim is a split whose sizes are computed from it, which
+    torch-mlir did not lower (``torch.constant.int`` left unconverted; its e2e
+    ``ChunkListUnpack*Dynamic*``)."""
+    from torch.export import Dim
+
+    torch.manual_seed(0)
+    art = lowerkit.compile(_chunks, (torch.rand(2, 12, 3),), cache=False,
+                           dynamic_shapes=({0: Dim.AUTO, 1: Dim.AUTO, 2: Dim.AUTO},))
+    for shape in ((2, 12, 3), (3, 9, 4), (2, 15, 5)):
+        x = torch.rand(*shape)
+        result = compare(art(x), _chunks(x))
+        assert result.ok, f"{shape}: {result.message}"

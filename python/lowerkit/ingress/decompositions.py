@@ -683,6 +683,19 @@ def _scatter_reduce(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.T
     return torch.div(total, count, rounding_mode="floor")
 
 
+def _split_with_sizes(x: torch.Tensor, sizes: Any, dim: int = 0) -> Any:
+    """A split into sizes computed from dynamic sizes (``chunk`` of a dynamic dim) as one
+    slice per piece: torch-mlir lowers only a split whose sizes are constants, and left
+    ``torch.constant.int`` unconverted (torch-mlir's e2e ``ChunkListUnpack*Dynamic*``)."""
+    if all(isinstance(size, int) for size in sizes):
+        return NotImplemented
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(aten.slice.Tensor(x, dim, start, start + size))
+        start = start + size
+    return pieces
+
+
 def _prims_prod(x: torch.Tensor, dims: Any, *, output_dtype: Any = None) -> Any:
     """``prims.prod`` as ATen's one-dim products, innermost first (torch-mlir has no lowering
     of the prim: its e2e ``PrimsProdFloatModule``)."""
@@ -755,4 +768,5 @@ def table() -> dict[Any, Callable]:
         aten.mm.default: _integer_mm,
         aten._int_mm.default: _int_mm,
         aten.scatter_reduce.two: _scatter_reduce,
+        aten.split_with_sizes.default: _split_with_sizes,
     }
