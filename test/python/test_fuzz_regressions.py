@@ -904,8 +904,10 @@ def test_arg_reductions_point_at_the_first_nan(target):
 # Same search, on both Vulkan targets: PyTorch writes `softshrink` as
 # `where(|x| > l, x - sign(x) * l, x * 0)`, and the driver folded `x * 0` to 0 for a NaN `x`
 # (no float controls in IREE's SPIR-V). `keep-nan-zero-products` keeps the NaN.
-def _zero_products(v):
-    return F.softshrink(v), v * 0, 0.0 * v.half()
+def _zero_products(v):  # by scalar zeros, and by zero tensors (constants IREE makes scalars)
+    h = v.half()
+    return (F.softshrink(v), v * 0, 0.0 * h, v * torch.zeros_like(v), torch.zeros(1) * v,
+            h * torch.zeros_like(h))
 
 
 @pytest.mark.runs_target
