@@ -5,8 +5,9 @@
 Each op runs on an 8-element tensor holding NaN, +-inf and numbers (and a second one for the
 binary ops), compiled by lowerkit for TARGET; an op whose dtype, NaN places or other values
 differ from eager is printed WRONG, one lowerkit refuses or fails on ERROR. Found the NaN
-defects `keep-nan-clamps`, `keep-nan-arg-reductions` and `keep-nan-zero-products` fix (each
-since a regression in test/python/test_fuzz_regressions.py).
+defects `keep-nan-clamps`, `keep-nan-arg-reductions`, `keep-nan-zero-products` (by scalars,
+then by zero tensors) and uneven adaptive average pooling fix (each since a regression in
+test/python/test_fuzz_regressions.py).
 """
 import sys
 import warnings
@@ -39,6 +40,11 @@ ops = {
  'max_elem_unary_scalar': lambda v, y: torch.clamp(v, min=torch.tensor(0.0)), 'where_gt': lambda v, y: torch.where(v > 0, v, y),
  'lerp': lambda v, y: torch.lerp(v, y, 0.5), 'remainder': lambda v, y: torch.remainder(v, 2.0), 'fmod': lambda v, y: torch.fmod(v, 2.0),
  'norm': lambda v, y: v.norm().view(1), 'logsumexp': lambda v, y: v.view(2, -1).logsumexp(1), 'adaptive_max': lambda v, y: F.adaptive_max_pool1d(v.view(1,1,-1), 2).view(-1),
+ 'adaptive_avg': lambda v, y: F.adaptive_avg_pool1d(v.view(1, 1, -1), 3).view(-1),
+ 'adaptive_avg2d': lambda v, y: F.adaptive_avg_pool2d(v.view(1, 1, 2, 4), (1, 3)).view(-1),
+ 'avgpool': lambda v, y: F.avg_pool1d(v.view(1, 1, -1), 3, 2, 1).view(-1),
+ 'times_zeros': lambda v, y: v * torch.zeros_like(v), 'mean': lambda v, y: v.view(2, -1).mean(1),
+ 'layer_norm': lambda v, y: F.layer_norm(v.view(2, -1), (4,)).view(-1), 'cumsum': lambda v, y: torch.cumsum(v, 0),
 }
 names = sys.argv[2:] or list(ops)
 print(len(names), "ops on", sys.argv[1])
