@@ -1,4 +1,5 @@
-"""Decompositions lowerkit adds to torch-mlir's at import, where IREE's own lowering is slow.
+"""Decompositions lowerkit adds to torch-mlir's at import, where IREE's own lowering is slow,
+or torch-mlir's is missing or wrong.
 
 IREE 3.13 lowers ``sort``, ``topk`` and ``cumsum`` (``iree_linalg_ext.sort`` / ``.scan``) to
 serial loops on llvm-cpu: a 8x64 sort plus top-5 costs ~150 µs where eager takes 15 µs.
@@ -34,6 +35,11 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   for ``linalg.conv_3d_ncdhw_fcdhw`` and runs it as a loop nest (a 64->64 3x3x3 conv over
   8x28x28, BatchNorm and ReLU: 4.2x eager's time); its 2-D convolutions take the data-tiled
   matmul path (or the per-tap form above).
+
+* Ops torch-mlir does not lower, or lowers wrongly, most of them over dynamic sizes (each found
+  by torch-mlir's e2e suite through ``lowerkit.compile``, named in its docstring): adaptive and
+  unbatched pooling, ``scatter_reduce`` without self, a split into computed sizes, RMS norm,
+  ``prims.prod``, ``conv_tbc``, narrow-integer matmuls, an integer clamped by floats.
 
 Each applies only where it pays (static sizes, a short dimension) and otherwise returns
 ``NotImplemented``, so that the op takes torch-mlir's usual path. ``LOWERKIT_DECOMPOSITIONS=0``
