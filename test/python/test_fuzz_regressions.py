@@ -1015,3 +1015,28 @@ def test_uneven_adaptive_average_pooling_keeps_nan_and_infinities_in_their_windo
         # float16: eager sums in float32 and rounds once; the matmuls round each product
         assert torch.allclose(got[finite].float(), want[finite].float(),
                               rtol=1e-5 if got.dtype == torch.float32 else 2e-3), (i, got, want)
+
+
+# Fuzz campaign seed 2118 on the portable "vulkan" target: a convolution that reduces nothing
+# (one tap, one input channel a group) read a reduction, and IREE, once it had made that conv
+# a broadcast over the output channels, fused the two wrongly: a 1x1 conv of 1 -> 3 channels
+# after a 5-tap conv was 2.7 of the output's scale off, a grouped 1x1 conv of 2 outputs per
+# channel after a max pooling 1.1 (garbage, 1e33, without the strided conv before the pool).
+# `fence-reductions` now fences a reduction such a convolution reads.
+def _convs_that_reduce_nothing(a, w5, w3, b, w1, w2, bias):
+    after_conv = F.conv1d(F.conv1d(a, w5), w3)
+    after_pool = F.conv2d(F.max_pool2d(F.conv2d(b, w1, stride=3), 2, stride=1), w2, bias,
+                          dilation=2, groups=32)
+    return after_conv, after_pool
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
+def test_convolutions_that_reduce_nothing_after_a_reduction_on_vulkan(target):
+    gen = torch.Generator().manual_seed(0)
+    args = tuple(torch.randn(*s, generator=gen) for s in
+                 ((2, 1, 32), (1, 1, 5), (3, 1, 1), (2, 1, 16, 16), (32, 1, 1, 1), (64, 1, 1, 1),
+                  (64,)))
+    art = lowerkit.compile(_convs_that_reduce_nothing, args, target=target, cache=False)
+    result = compare(art(*args), _convs_that_reduce_nothing(*args))
+    assert result.ok, result.message

@@ -14,8 +14,10 @@ that consumes it in three cases, all silent wrong answers found by lowerkit's fu
 * a consumer broadcasts the result over a new loop in front of one it keeps: the
   one-channel ``conv2d(a, w, padding="same").expand(2, 3, 3, 3)`` (fuzzer seed 2112 #955)
   wrote only the first row of each 3x3 plane on `vulkan:llvmpipe`, and
-  ``a.sum(-1)[:, None] + b`` was 0.3-10 of the output's scale off on both Vulkan targets.
-  New loops after the kept ones, as in softmax and layer norm, come out right.
+  ``a.sum(-1)[:, None] + b`` was 0.3-10 of the output's scale off on both Vulkan targets; a
+  convolution that reduces nothing (one tap, one input channel a group) is such a broadcast
+  once IREE rewrites it (`_broadcasting_conv`). New loops after the kept ones, as in softmax and layer norm, come
+  out right.
 
 On every target, CPU included, a fourth case: one op reads the result two ways, through two
 operands or indexing maps (``s[:, None] - s[None, :]``, ``s + s.T - 2 * x @ x.T`` for a row
@@ -108,6 +110,8 @@ def _broadcast_inward(value: Any, ir: Any) -> bool:
     for v in _derived(value, ir):
         for use in v.uses:
             user = use.owner
+            if use.operand_number == 0 and _broadcasting_conv(user, ir):
+                return True
             if user.name != "linalg.generic" or use.operand_number >= _inputs(user, ir):
                 continue
             map_ = ir.AffineMapAttr(
@@ -116,6 +120,28 @@ def _broadcast_inward(value: Any, ir: Any) -> bool:
             if kept and any(d not in kept for d in range(max(kept))):
                 return True
     return False
+
+
+def _broadcasting_conv(op: Any, ir: Any) -> bool:
+    """A convolution that is a broadcast in disguise: every dim it reduces (its kernel's
+    spatial dims, and input channels but in a depthwise one) of size 1, which IREE turns into
+    a generic broadcasting its input over the output channels, a loop in front of the spatial
+    ones it keeps: ``conv1d(conv1d(a, w5), w[3, 1, 1])`` was 2.7 of the output's scale off,
+    and a grouped 1x1 conv of two outputs per input channel after a max pooling 1.1 (garbage
+    in a smaller program), on the portable Vulkan target (fuzzer seed 2118). The filter's
+    layout is the op name's last word (``fchw``, ``hwcf``, ``gfchw``, ``hwcm``...)."""
+    named = op.name.startswith(("linalg.conv_", "linalg.depthwise_conv_"))
+    if not named or len(op.operands) < 2:
+        return False
+    filter_type = op.operands[1].type
+    if filter_type.typeid != ir.RankedTensorType.static_typeid:
+        return False
+    shape = ir.RankedTensorType(filter_type).shape
+    layout = op.name.rsplit("_", 1)[-1]
+    if len(layout) != len(shape):
+        return False
+    reduced = "dhw" if op.name.startswith("linalg.depthwise_conv_") else "cdhw"
+    return all(size == 1 for letter, size in zip(layout, shape) if letter in reduced)
 
 
 def _read_two_ways(value: Any, ir: Any) -> bool:

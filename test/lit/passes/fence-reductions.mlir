@@ -201,3 +201,38 @@ func.func @broadcast_inward(%a: tensor<4x6xf32>, %b: tensor<6x5xf32>)
   } -> tensor<4x6xf32>
   return %x, %d : tensor<3x4x5xf32>, tensor<4x6xf32>
 }
+
+// -----
+
+// A convolution that reduces nothing (one tap, one input channel) is a broadcast over its
+// output channels once IREE rewrites it: the conv it reads is fenced. One that reduces its
+// taps is not such a broadcast.
+// CHECK-LABEL: func.func @conv_reducing_nothing
+// CHECK: %[[C:.*]] = linalg.conv_1d_ncw_fcw {{.*}} ins(%arg0, %arg1
+// CHECK: %[[F:.*]] = util.optimization_barrier %[[C]]
+// CHECK: linalg.conv_1d_ncw_fcw {{.*}} ins(%[[F]], %arg2
+// CHECK-NOT: util.optimization_barrier
+// CHECK: return
+func.func @conv_reducing_nothing(%a: tensor<2x1x32xf32>, %w: tensor<1x1x5xf32>,
+                                 %u: tensor<3x1x1xf32>, %v: tensor<3x1x3xf32>)
+    -> (tensor<2x3x28xf32>, tensor<2x3x26xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x1x28xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x1x28xf32>) -> tensor<2x1x28xf32>
+  %c = linalg.conv_1d_ncw_fcw {dilations = dense<1> : vector<1xi64>, strides = dense<1> : vector<1xi64>}
+      ins(%a, %w : tensor<2x1x32xf32>, tensor<1x1x5xf32>) outs(%f : tensor<2x1x28xf32>) -> tensor<2x1x28xf32>
+  %e3 = tensor.empty() : tensor<2x3x28xf32>
+  %f3 = linalg.fill ins(%z : f32) outs(%e3 : tensor<2x3x28xf32>) -> tensor<2x3x28xf32>
+  %o = linalg.conv_1d_ncw_fcw {dilations = dense<1> : vector<1xi64>, strides = dense<1> : vector<1xi64>}
+      ins(%c, %u : tensor<2x1x28xf32>, tensor<3x1x1xf32>) outs(%f3 : tensor<2x3x28xf32>) -> tensor<2x3x28xf32>
+  %e4 = tensor.empty() : tensor<2x1x30xf32>
+  %f4 = linalg.fill ins(%z : f32) outs(%e4 : tensor<2x1x30xf32>) -> tensor<2x1x30xf32>
+  %w3 = tensor.extract_slice %w[0, 0, 0] [1, 1, 3] [1, 1, 1] : tensor<1x1x5xf32> to tensor<1x1x3xf32>
+  %c2 = linalg.conv_1d_ncw_fcw {dilations = dense<1> : vector<1xi64>, strides = dense<1> : vector<1xi64>}
+      ins(%a, %w3 : tensor<2x1x32xf32>, tensor<1x1x3xf32>) outs(%f4 : tensor<2x1x30xf32>) -> tensor<2x1x30xf32>
+  %e5 = tensor.empty() : tensor<2x3x26xf32>
+  %f5 = linalg.fill ins(%z : f32) outs(%e5 : tensor<2x3x26xf32>) -> tensor<2x3x26xf32>
+  %o2 = linalg.conv_1d_ncw_fcw {dilations = dense<1> : vector<1xi64>, strides = dense<1> : vector<1xi64>}
+      ins(%c2, %v : tensor<2x1x30xf32>, tensor<3x1x3xf32>) outs(%f5 : tensor<2x3x26xf32>) -> tensor<2x3x26xf32>
+  return %o, %o2 : tensor<2x3x28xf32>, tensor<2x3x26xf32>
+}
