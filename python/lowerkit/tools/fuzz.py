@@ -402,6 +402,7 @@ def _value_of(program: Program, args: tuple, samples: dict, name: str) -> torch.
 # the same multiple), or than the output moves when the inputs move by one rounding.
 AS_ACCURATE_AS_EAGER = 3.0
 _ROUNDING = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}
+_NEARBY = 8  # inputs moved at random by one rounding: how far the worst moves the result
 
 
 def as_accurate_as_eager(program: Program, args: tuple, got: Any, expected: Any,
@@ -410,38 +411,40 @@ def as_accurate_as_eager(program: Program, args: tuple, got: Any, expected: Any,
     """Why ``got``, off from eager, is still right, or None: every output off from eager is a
     float one, no further from ``program`` evaluated in float64 than `AS_ACCURATE_AS_EAGER`
     times the larger of eager's own error and the program's conditioning (how far the float64
-    outputs move when every float input moves by one rounding of its dtype, the least error
-    any evaluation in that dtype can promise). An ill-conditioned program has no answer
+    outputs move when every float input, and every random draw, moves by one rounding of its
+    dtype: the least error any evaluation in that dtype can promise). An ill-conditioned program has no answer
     closer than that, and eager is not the truth there either: a group norm of one-element
     groups, where 1/sqrt(eps) amplifies the last bit (seed 2111, programs 754-756); attention
     over logits of 2000, whose softmax the rounding of the scaled queries moves by 1e-4 (seed
     2118); the mean of an instance norm's outputs, zero but for the rounding (seed 2118).
     ``samples``: a random program's draws, fed to every evaluation (`Program.replay`)."""
     floats = [a for a in args if a.is_floating_point()]
+    floats += [v for v in (samples or {}).values() if v.is_floating_point()]
     if not floats or (samples is None and any(r in program.source for r in _RANDOM)):
         return None
 
-    def evaluate(inputs: tuple) -> tuple:
+    draws = dict(samples or {})
+
+    def evaluate(inputs: tuple, drawn: dict) -> tuple:
         with torch.no_grad():
             if samples is None:
                 return program.function()(*inputs)
-            return program.replay(inputs, {k: v.double() if v.is_floating_point() else v
-                                           for k, v in samples.items()})
+            return program.replay(inputs, drawn)
 
-    def moved(gen: torch.Generator) -> tuple:
-        out = []
-        for a in args:
-            if not a.is_floating_point():
-                out.append(a)
-                continue
-            sign = torch.randint(0, 2, a.shape, generator=gen).double() * 2 - 1
-            out.append(a.double() * (1 + _ROUNDING.get(a.dtype, 2.0 ** -53) * sign))
-        return tuple(out)
+    def wide(t: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
+        """``t`` in float64, each element moved by one rounding of its dtype with ``gen``."""
+        if not t.is_floating_point():
+            return t
+        if gen is None:
+            return t.double()
+        sign = torch.randint(0, 2, t.shape, generator=gen).double() * 2 - 1
+        return t.double() * (1 + _ROUNDING.get(t.dtype, 2.0 ** -53) * sign)
 
     try:
-        reference = evaluate(tuple(a.double() if a.is_floating_point() else a for a in args))
+        reference = evaluate(tuple(wide(a) for a in args), {k: wide(v) for k, v in draws.items()})
         gen = torch.Generator().manual_seed(0)
-        nearby = [evaluate(moved(gen)) for _ in range(2)]
+        nearby = [evaluate(tuple(wide(a, gen) for a in args),
+                           {k: wide(v, gen) for k, v in draws.items()}) for _ in range(_NEARBY)]
     except Exception:  # noqa: BLE001 -- an op eager has no float64 kernel for: no second look
         return None
     worst = None  # (ratio, lowerkit's error, eager's error, conditioning)
