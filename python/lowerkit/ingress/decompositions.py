@@ -252,13 +252,19 @@ def _convolution(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, paddi
     return _conv_taps(x, w, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
-def _window_means(size: int, out: int, like: torch.Tensor) -> torch.Tensor:
-    """[out, size]: row j averages adaptive pooling's window j, [floor(j*size/out),
+def _adaptive_windows(size: Any, out: int, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """[out, 1] starts and ends of adaptive pooling's windows, [floor(j*size/out),
     ceil((j+1)*size/out)); built from iotas (traced ops, no tensor constants)."""
-    j = torch.arange(out, device=like.device).unsqueeze(1)
-    i = torch.arange(size, device=like.device).unsqueeze(0)
+    j = torch.arange(out, device=device).unsqueeze(1)
     start = torch.div(j * size, out, rounding_mode="floor")
     end = torch.div((j + 1) * size + out - 1, out, rounding_mode="floor")
+    return start, end
+
+
+def _window_means(size: int, out: int, like: torch.Tensor) -> torch.Tensor:
+    """[out, size]: row j averages adaptive pooling's window j (`_adaptive_windows`)."""
+    start, end = _adaptive_windows(size, out, like.device)
+    i = torch.arange(size, device=like.device).unsqueeze(0)
     inside = (i >= start) & (i < end)
     return inside.to(like.dtype) / (end - start).to(like.dtype)
 
@@ -298,9 +304,7 @@ def _adaptive_window_max(x: torch.Tensor, dim: int, out: int, carry: Any = None)
     replaces its pick on ``val > max || isnan(val)``). Returns the values, their positions
     along ``dim`` and ``carry`` (a tensor of ``x``'s shape) at the same picks."""
     size = x.shape[dim]
-    j = torch.arange(out, device=x.device).unsqueeze(1)
-    start = torch.div(j * size, out, rounding_mode="floor")
-    end = torch.div((j + 1) * size + out - 1, out, rounding_mode="floor")
+    start, end = _adaptive_windows(size, out, x.device)
     k = torch.arange((size + out - 1) // out + 1, device=x.device).unsqueeze(0)
     where = torch.minimum(start + k, end - 1)                         # [out, k]
     shape = list(x.shape)
