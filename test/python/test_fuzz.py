@@ -364,6 +364,30 @@ def test_an_output_as_accurate_as_eager_against_float64_passes(monkeypatch):
     assert outcome.kind == "wrong", outcome.describe()
 
 
+# The mean of an instance norm's outputs (fuzzer seed 2118, on cpu with fresh draws): zero but
+# for the rounding of the normalised values, which no rounding of the input alone moves
+CANCELLING_MEAN = Program.parse(
+    "def program(a):  # a: [2, 8, 3] float32; seed 19158\n"
+    "    v1 = F.instance_norm(a)\n    v2 = v1.mean(-1)\n    return (v2,)\n")
+
+
+def test_the_rounding_of_every_value_counts_in_the_conditioning():
+    """Judged against the correctly rounded result (as if eager were exact), an output off by
+    less than AS_ACCURATE_AS_EAGER times what one rounding of the normalised values moves it is
+    as good as float32 allows; off by ten times more, wrong."""
+    from lowerkit.tools.fuzz import as_accurate_as_eager, output_tolerances
+
+    args = CANCELLING_MEAN.make_inputs()
+    exact = CANCELLING_MEAN.function()(*(a.double() for a in args))[0]
+    rounded = (exact.float(),)
+    tols = output_tolerances(CANCELLING_MEAN)
+    step = 2.0 ** -24  # one rounding of the normalised values, whose scale is 1
+    why = as_accurate_as_eager(CANCELLING_MEAN, args, (exact.float() + 2 * step,), rounded, tols)
+    assert why is not None and "one rounding of each value moves it" in why, why
+    assert as_accurate_as_eager(CANCELLING_MEAN, args, (exact.float() + 20 * step,), rounded,
+                                tols) is None
+
+
 def test_an_output_off_where_eager_is_exact_stays_wrong(monkeypatch):
     """Eager exact against float64 (quantised inputs, exact ops): any error is lowerkit's."""
     p = _program("torch.relu(a) * 0.5")

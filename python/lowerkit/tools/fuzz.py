@@ -127,14 +127,18 @@ class Program:
         return tuple(line.split("=", 1)[0].strip() for line in self.lines
                      if random_draw(line.split("=", 1)[1]) is not None)
 
-    def replay(self, args: tuple, samples: dict[str, torch.Tensor]) -> tuple:
-        """The outputs eager computes from ``args`` with each draw taken from ``samples``."""
+    def replay(self, args: tuple, samples: dict[str, torch.Tensor],
+               each: Callable[[str, Any], Any] | None = None) -> tuple:
+        """The outputs eager computes from ``args`` with each draw taken from ``samples``;
+        ``each(name, value)`` replaces every value a line computes (a rounding, a record)."""
         env: dict[str, Any] = {"torch": torch, "F": F}
         env.update({spec.name: a for spec, a in zip(self.inputs, args)})
         with torch.no_grad():
             for line in self.lines:
                 name, expr = (part.strip() for part in line.split("=", 1))
                 env[name] = samples[name] if name in samples else eval(expr, env)
+                if each is not None and name not in samples:
+                    env[name] = each(name, env[name])
         return tuple(env[o] for o in self.outputs)
 
     def function(self) -> Callable:
@@ -402,7 +406,7 @@ def _value_of(program: Program, args: tuple, samples: dict, name: str) -> torch.
 # the same multiple), or than the output moves when the inputs move by one rounding.
 AS_ACCURATE_AS_EAGER = 3.0
 _ROUNDING = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}
-_NEARBY = 8  # inputs moved at random by one rounding: how far the worst moves the result
+_NEARBY = 8  # evaluations with every value moved at random by one rounding: the worst counts
 
 
 def as_accurate_as_eager(program: Program, args: tuple, got: Any, expected: Any,
@@ -410,13 +414,15 @@ def as_accurate_as_eager(program: Program, args: tuple, got: Any, expected: Any,
                          samples: dict[str, torch.Tensor] | None = None) -> str | None:
     """Why ``got``, off from eager, is still right, or None: every output off from eager is a
     float one, no further from ``program`` evaluated in float64 than `AS_ACCURATE_AS_EAGER`
-    times the larger of eager's own error and the program's conditioning (how far the float64
-    outputs move when every float input, and every random draw, moves by one rounding of its
-    dtype: the least error any evaluation in that dtype can promise). An ill-conditioned program has no answer
-    closer than that, and eager is not the truth there either: a group norm of one-element
-    groups, where 1/sqrt(eps) amplifies the last bit (seed 2111, programs 754-756); attention
-    over logits of 2000, whose softmax the rounding of the scaled queries moves by 1e-4 (seed
-    2118); the mean of an instance norm's outputs, zero but for the rounding (seed 2118).
+    times the larger of eager's own error and the program's conditioning: how far the float64
+    outputs move when every float input, every random draw and every value a line computes
+    moves by one rounding of its dtype (the standard model of floating point: each op's result
+    is the exact one times 1 + d, |d| <= one rounding; no evaluation in that dtype can promise
+    less). An ill-conditioned program has no answer closer than that, and eager is not the
+    truth there either: a group norm of one-element groups, where 1/sqrt(eps) amplifies the
+    last bit (seed 2111, programs 754-756); attention over logits of 2000, whose softmax the
+    rounding of the scaled queries moves by 1e-4 (seed 2118); the mean of an instance norm's
+    outputs, zero but for their rounding, which moving the inputs alone cannot show (seed 2118).
     ``samples``: a random program's draws, fed to every evaluation (`Program.replay`)."""
     floats = [a for a in args if a.is_floating_point()]
     floats += [v for v in (samples or {}).values() if v.is_floating_point()]
@@ -424,27 +430,39 @@ def as_accurate_as_eager(program: Program, args: tuple, got: Any, expected: Any,
         return None
 
     draws = dict(samples or {})
+    dtypes: dict[str, torch.dtype] = {}  # each line's dtype in the program as written
 
-    def evaluate(inputs: tuple, drawn: dict) -> tuple:
-        with torch.no_grad():
-            if samples is None:
-                return program.function()(*inputs)
-            return program.replay(inputs, drawn)
+    def record(name: str, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            dtypes[name] = value.dtype
+        return value
+
+    def moved(t: torch.Tensor, dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
+        """``t`` (float64), each element moved by one rounding of ``dtype`` with ``gen``."""
+        sign = torch.randint(0, 2, t.shape, generator=gen).double() * 2 - 1
+        return t * (1 + _ROUNDING.get(dtype, 2.0 ** -53) * sign)
 
     def wide(t: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
-        """``t`` in float64, each element moved by one rounding of its dtype with ``gen``."""
+        """``t`` in float64, moved by one rounding of its dtype where ``gen`` is given."""
         if not t.is_floating_point():
             return t
-        if gen is None:
-            return t.double()
-        sign = torch.randint(0, 2, t.shape, generator=gen).double() * 2 - 1
-        return t.double() * (1 + _ROUNDING.get(t.dtype, 2.0 ** -53) * sign)
+        return t.double() if gen is None else moved(t.double(), t.dtype, gen)
+
+    def evaluate(inputs: tuple, drawn: dict, gen: torch.Generator | None = None) -> tuple:
+        def rounded(name: str, value: Any) -> Any:
+            if (gen is None or not isinstance(value, torch.Tensor)
+                    or value.dtype != torch.float64 or name not in dtypes):
+                return value
+            return moved(value, dtypes[name], gen)
+        return program.replay(inputs, drawn, rounded)
 
     try:
+        program.replay(args, draws, record)
         reference = evaluate(tuple(wide(a) for a in args), {k: wide(v) for k, v in draws.items()})
         gen = torch.Generator().manual_seed(0)
         nearby = [evaluate(tuple(wide(a, gen) for a in args),
-                           {k: wide(v, gen) for k, v in draws.items()}) for _ in range(_NEARBY)]
+                           {k: wide(v, gen) for k, v in draws.items()}, gen)
+                  for _ in range(_NEARBY)]
     except Exception:  # noqa: BLE001 -- an op eager has no float64 kernel for: no second look
         return None
     worst = None  # (ratio, lowerkit's error, eager's error, conditioning)
@@ -470,7 +488,7 @@ def as_accurate_as_eager(program: Program, args: tuple, got: Any, expected: Any,
     if worst is None:
         return None
     return (f"as accurate as eager against float64: {worst[1]:.3g} off where eager is "
-            f"{worst[2]:.3g} off and one rounding of the inputs moves it {worst[3]:.3g} "
+            f"{worst[2]:.3g} off and one rounding of each value moves it {worst[3]:.3g} "
             f"(within {AS_ACCURATE_AS_EAGER:g}x)")
 
 
