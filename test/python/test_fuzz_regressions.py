@@ -1048,8 +1048,8 @@ def test_convolutions_that_reduce_nothing_after_a_reduction_on_vulkan(target):
 # Attention over logits of 2000: IREE's attention rounds the queries scaled by
 # `scale * log2(e)`, which moves the softmax by 1e-4 (4.4e-5 of the scale; eager's own kernel
 # is 2e-5 off float64, its math form 3e-7). The fuzzer's float64 second look now allows 3x
-# the larger of eager's error and how far one rounding of the inputs moves the float64 result,
-# and takes random programs too.
+# the larger of eager's error and how far one rounding of every value (inputs, draws, each
+# line's result) moves the float64 result, and takes random programs too.
 _CANCELLING_MEAN = '''def program(a):  # a: [2, 8, 3] float32; seed 19158
     v1 = F.silu(a)
     v2 = torch.relu(v1)
