@@ -12,8 +12,10 @@ from typing import Any, Callable
 
 from ..ir import Build
 
-# producers that compute nothing: fusing these was never wrong
-LEAVES = frozenset({"arith.constant", "util.optimization_barrier", "tensor.empty"})
+# producers that compute nothing: fusing these was never wrong (a barrier, tied or not, is
+# another fence's)
+LEAVES = frozenset({"arith.constant", "util.optimization_barrier", "flow.tensor.tie_shape",
+                    "tensor.empty"})
 
 
 def ir_of(op: Any) -> Any:
@@ -36,6 +38,37 @@ def ops_where(module_op: Any, wanted: Callable[[Any], bool]) -> list:
     return found
 
 
+def barrier(value: Any, at: Any, location: Any) -> tuple[Any, list]:
+    """A ``util.optimization_barrier`` of ``value`` made at insertion point ``at``: the value to
+    read instead, and the ops that still read ``value`` itself. A dynamic tensor's barrier is
+    tied to ``value``'s dims (``flow.tensor.tie_shape``): IREE cannot see through the barrier
+    for them, and an untied one failed iree-compile ("'tensor.dim' op unexpected during shape
+    cleanup": torch-mlir's e2e CosineSimilarityModule_basic under `fence-reductions`)."""
+    ir = ir_of(value.owner)
+    with at, location:
+        fenced = ir.Operation.create("util.optimization_barrier", results=[value.type],
+                                     operands=[value])
+        readers = [fenced]
+        if value.type.typeid != ir.RankedTensorType.static_typeid:
+            return fenced.results[0], readers
+        tensor = ir.RankedTensorType(value.type)
+        if tensor.has_static_shape:
+            return fenced.results[0], readers
+        index = ir.IndexType.get()
+        dims = []
+        for i, n in enumerate(tensor.shape):
+            if ir.ShapedType.is_dynamic_size(n):
+                c = ir.Operation.create("arith.constant", results=[index],
+                                        attributes={"value": ir.IntegerAttr.get(index, i)})
+                dim = ir.Operation.create("tensor.dim", results=[index],
+                                          operands=[value, c.results[0]])
+                readers.append(dim)
+                dims.append(dim.results[0])
+        tied = ir.Operation.create("flow.tensor.tie_shape", results=[value.type],
+                                   operands=[fenced.results[0], *dims])
+    return tied.results[0], readers
+
+
 def fence_source(op: Any, index: int = 0) -> bool:
     """Make operand ``index`` of ``op`` go through a barrier, if an op computes it (not a
     function argument nor one of `LEAVES`); returns whether it did."""
@@ -44,24 +77,24 @@ def fence_source(op: Any, index: int = 0) -> bool:
     producer = getattr(source.owner, "operation", source.owner)  # OpView or op
     if not isinstance(producer, ir.Operation) or producer.name in LEAVES:
         return False
-    with ir.InsertionPoint(op), op.location:
-        barrier = ir.Operation.create("util.optimization_barrier",
-                                      results=[source.type], operands=[source])
-    op.operands[index] = barrier.results[0]
+    op.operands[index] = barrier(source, ir.InsertionPoint(op), op.location)[0]
     return True
+
+
+def fence_value(value: Any, after: Any) -> None:
+    """Make every reader of ``value`` read it through a barrier made right after ``after``."""
+    ir = ir_of(after)
+    fenced, readers = barrier(value, ir.InsertionPoint.after(after), after.location)
+    value.replace_all_uses_except(fenced, readers)
 
 
 def fence_result(op: Any) -> bool:
     """Make every reader of ``op``'s (single) result read it through a barrier, so that ``op``
     writes it in a dispatch of its own; returns whether it had readers."""
-    ir = ir_of(op)
     result = op.results[0]
     if not list(result.uses):
         return False
-    with ir.InsertionPoint.after(op), op.location:
-        barrier = ir.Operation.create("util.optimization_barrier",
-                                      results=[result.type], operands=[result])
-    result.replace_all_uses_except(barrier.results[0], barrier)
+    fence_value(result, op)
     return True
 
 

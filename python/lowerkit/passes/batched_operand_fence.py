@@ -44,8 +44,7 @@ def is_batched_contraction(op: Any, ir: Any) -> bool:
 
 def needs_fence(value: Any, ir: Any) -> bool:
     """Whether ``value``'s shape is static with a dim past the first (the batch) that is no
-    multiple of the widest tile. A dynamic shape is left alone: IREE cannot compile a barrier
-    on it ("'tensor.dim' op unexpected during shape cleanup"), and its dispatches, formed
+    multiple of the widest tile. A dynamic shape is left alone: its dispatches, formed
     without aggressive fusion (`iree.compiler.dynamic_shape_flags`), packed right."""
     tensor = ir.RankedTensorType(value.type)
     return tensor.has_static_shape and any(d % WIDEST_TILE for d in tensor.shape[1:])

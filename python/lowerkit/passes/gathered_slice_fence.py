@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._linalg import NAMED_REDUCTIONS, reduces
-from ._source_fence import LEAVES, contiguous, fence_result, ir_of, ops_where
+from ._source_fence import LEAVES, barrier, contiguous, fence_result, ir_of, ops_where
 
 NAME = "fence-gathered-slices"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
@@ -123,15 +123,12 @@ def fence(module_op: Any, wanted: Any = None) -> int:
             if producer is None or producer.parent.name == "linalg.generic" \
                     or not wanted(source, ir):
                 continue  # a function argument, a value of the body, or no strided slice
-            barrier = next((b for s, b in barriers if s == source), None)
-            if barrier is None:
-                with ir.InsertionPoint(generic), generic.location:
-                    barrier = ir.Operation.create(
-                        "util.optimization_barrier", results=[source.type],
-                        operands=[source]).results[0]
-                barriers.append((source, barrier))
+            fenced_source = next((b for s, b in barriers if s == source), None)
+            if fenced_source is None:
+                fenced_source = barrier(source, ir.InsertionPoint(generic), generic.location)[0]
+                barriers.append((source, fenced_source))
                 fenced += 1
-            extract.operands[0] = barrier
+            extract.operands[0] = fenced_source
     return fenced
 
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from ..ir import Build
 from ._linalg import NAMED_REDUCTIONS, reduces, reduction_loops
+from ._source_fence import LEAVES, barrier, fence_value
 
 NAME = "fence-reductions"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
@@ -167,10 +168,6 @@ def _read_two_ways(value: Any, ir: Any) -> bool:
     return False
 
 
-# producers that are not computations: nothing of theirs is fused into the reduction
-_LEAVES = {"arith.constant", "util.optimization_barrier", "tensor.empty"}
-
-
 def _inputs(op: Any, ir: Any) -> int:
     """How many of a ``linalg.generic``'s operands are ``ins`` (the rest are ``outs``)."""
     sizes = op.attributes["operandSegmentSizes"]
@@ -219,13 +216,10 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
         # broadcast `or` of bools), they came back wrong on vulkan:llvmpipe (seed 20261127 #1310)
         for i, operand in enumerate(list(op.operands)[:_inputs(op, ir)] if outer else []):
             producer = getattr(operand.owner, "operation", operand.owner)  # OpView or op
-            if not isinstance(producer, ir.Operation) or producer.name in _LEAVES \
+            if not isinstance(producer, ir.Operation) or producer.name in LEAVES \
                     or _unstorable(operand.type, ir, bits):
                 continue
-            with ir.InsertionPoint(op), op.location:
-                barrier = ir.Operation.create("util.optimization_barrier",
-                                              results=[operand.type], operands=[operand])
-            op.operands[i] = barrier.results[0]
+            op.operands[i] = barrier(operand, ir.InsertionPoint(op), op.location)[0]
             fenced += 1
         for result in op.results:
             # A result only returned has no consumer to be fused with. Fenced anyway, its
@@ -234,10 +228,7 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
             if all(use.owner.name == "func.return" for use in result.uses) \
                     or _unstorable(result.type, ir, bits):
                 continue
-            with ir.InsertionPoint.after(op), op.location:
-                barrier = ir.Operation.create("util.optimization_barrier",
-                                              results=[result.type], operands=[result])
-            result.replace_all_uses_except(barrier.results[0], barrier)
+            fence_value(result, op)
             fenced += 1
     return fenced
 

@@ -236,3 +236,38 @@ func.func @conv_reducing_nothing(%a: tensor<2x1x32xf32>, %w: tensor<1x1x5xf32>,
       ins(%c2, %v : tensor<2x1x30xf32>, tensor<3x1x3xf32>) outs(%f5 : tensor<2x3x26xf32>) -> tensor<2x3x26xf32>
   return %o, %o2 : tensor<2x3x28xf32>, tensor<2x3x26xf32>
 }
+
+// -----
+
+// A reduction of a dynamic shape read two ways (s[:, None] - s[None, :]): its barrier is tied
+// to the reduction's dims, which IREE cannot see through the barrier for.
+// CHECK-LABEL: func.func @dynamic_pairwise
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: %[[FENCED:.*]] = util.optimization_barrier %[[SUM]] : tensor<?xf32>
+// CHECK: %[[DIM:.*]] = tensor.dim %[[SUM]], %{{.*}} : tensor<?xf32>
+// CHECK: %[[TIED:.*]] = flow.tensor.tie_shape %[[FENCED]] : tensor<?xf32>{%[[DIM]]}
+// CHECK: linalg.generic {{.*}} ins(%[[TIED]], %[[TIED]] :
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @dynamic_pairwise(%x: tensor<?x4xf32>) -> tensor<?x?xf32> {
+  %z = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %s = linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<?x4xf32>) outs(%f : tensor<?xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %r = arith.addf %v, %acc : f32
+      linalg.yield %r : f32
+  } -> tensor<?xf32>
+  %e2 = tensor.empty(%n, %n) : tensor<?x?xf32>
+  %d = linalg.generic {indexing_maps = [#row, #col, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%s, %s : tensor<?xf32>, tensor<?xf32>) outs(%e2 : tensor<?x?xf32>) {
+    ^bb0(%a: f32, %b: f32, %out: f32):
+      %r = arith.subf %a, %b : f32
+      linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  return %d : tensor<?x?xf32>
+}
