@@ -486,6 +486,32 @@ def test_adaptive_pooling_over_dynamic_sizes():
                     f"{shape}, output {i}: {(a - e).abs().nan_to_num().max()}"
 
 
+class _LinearUpsampling(torch.nn.Module):
+    def forward(self, x):
+        return (F.interpolate(x, size=(2, 7), mode="bilinear"),
+                F.interpolate(x, scale_factor=(1.9, 2.4), mode="bilinear",
+                              recompute_scale_factor=True),
+                F.interpolate(x, size=(5, 3), mode="bilinear", align_corners=True),
+                torch.ops.aten.upsample_bilinear2d.default(x, [4, 6], False))
+
+
+def test_linear_upsampling_over_dynamic_sizes():
+    """lowerkit's decomposition of linear upsampling (eager's rounding of the source index)
+    needs the input's sizes; over dynamic ones it left the op to torch-mlir, which could not
+    legalize its output size (torch-mlir's e2e ``InterpolateDynamicModule_sizes_bilinear``).
+    PyTorch's symbolic decomposition takes them there."""
+    from torch.export import Dim
+
+    torch.manual_seed(0)
+    model = _LinearUpsampling()
+    art = lowerkit.compile(model, (torch.rand(2, 2, 4, 5),),
+                           dynamic_shapes=({d: Dim.AUTO for d in range(4)},), cache=False)
+    for shape in ((2, 2, 4, 5), (3, 3, 9, 6), (2, 2, 3, 11)):
+        x = torch.rand(*shape)
+        result = compare(art(x), model(x), rtol=1e-5, atol=1e-6)
+        assert result.ok, f"{shape}: {result.message}"
+
+
 def _prims_programs(x):  # x: [2, 1, 6, 3]
     prims = torch.ops.prims
     squeezed = prims.squeeze(x, [1])

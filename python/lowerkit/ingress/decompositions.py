@@ -27,7 +27,8 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
 
 * ``upsample_linear1d`` / ``bilinear2d`` / ``trilinear3d``: written as eager's kernel computes
   them (`_upsample_linear`), not as PyTorch's decomposition, which gave NaN next to an
-  infinite input where eager gives the infinity; ``upsample_nearest*`` likewise
+  infinite input where eager gives the infinity (static sizes: over dynamic ones, where the
+  source index cannot be rounded as eager's, PyTorch's); ``upsample_nearest*`` likewise
   (`_upsample_nearest`): torch-mlir's lowering picked another row at some ratios.
 
 * 3-D ``convolution`` (float32, static sizes): one 2-D convolution per kernel depth, over
@@ -444,10 +445,12 @@ def _upsample_linear(x: torch.Tensor, output_size: Any, align_corners: bool,
     infinite, also at ``a = 0`` where eager gives ``x0`` (fuzz campaign seed 2114, program 352:
     ``interpolate`` of a division by zero, on every target)."""
     dims = x.dim() - 2
-    if not x.is_floating_point() or not _static(x) or output_size is None \
-            or len(output_size) != dims:
+    if not x.is_floating_point() or output_size is None or len(output_size) != dims:
         return NotImplemented
     scales = list(scales) + [None] * (dims - len(scales))
+    if not _static(x):  # eager's rounding of the source index needs the sizes: PyTorch's form
+        from torch._decomp.decompositions import _upsample_linear as pytorch_upsample_linear
+        return pytorch_upsample_linear(x, output_size, align_corners, scales)
     opmath = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
     y = x.to(opmath)
     for d in reversed(range(dims)):
@@ -465,7 +468,11 @@ def _upsample_linear(x: torch.Tensor, output_size: Any, align_corners: bool,
 
 def _upsample_linear_vec(x: torch.Tensor, output_size: Any, align_corners: bool,
                          scale_factors: Any) -> Any:
-    """The ``.vec`` overloads: the output size from the scale factors, as eager computes it."""
+    """The ``.vec`` overloads: the output size from the scale factors, as eager computes it
+    (PyTorch's own, symbolic, where the input's sizes are dynamic)."""
+    if not _static(x) and x.is_floating_point():
+        from torch._decomp.decompositions import _upsample_linear_vec as pytorch_vec
+        return pytorch_vec(x, output_size, align_corners, scale_factors)
     if output_size is None:
         if scale_factors is None:
             return NotImplemented
@@ -502,7 +509,11 @@ def _upsample_nearest(x: torch.Tensor, output_size: Any, *scales: Any) -> Any:
 
 
 def _upsample_nearest_vec(x: torch.Tensor, output_size: Any, scale_factors: Any) -> Any:
-    """The ``.vec`` overloads: the output size from the scale factors, as eager computes it."""
+    """The ``.vec`` overloads: the output size from the scale factors, as eager computes it
+    (PyTorch's own, symbolic, where the input's sizes are dynamic)."""
+    if not _static(x) and x.is_floating_point():
+        from torch._decomp.decompositions import _upsample_linear_vec as pytorch_vec
+        return pytorch_vec(x, output_size, align_corners, scale_factors)
     if output_size is None:
         if scale_factors is None:
             return NotImplemented
