@@ -509,11 +509,7 @@ def _upsample_nearest(x: torch.Tensor, output_size: Any, *scales: Any) -> Any:
 
 
 def _upsample_nearest_vec(x: torch.Tensor, output_size: Any, scale_factors: Any) -> Any:
-    """The ``.vec`` overloads: the output size from the scale factors, as eager computes it
-    (PyTorch's own, symbolic, where the input's sizes are dynamic)."""
-    if not _static(x) and x.is_floating_point():
-        from torch._decomp.decompositions import _upsample_linear_vec as pytorch_vec
-        return pytorch_vec(x, output_size, align_corners, scale_factors)
+    """The ``.vec`` overloads: the output size from the scale factors, as eager computes it."""
     if output_size is None:
         if scale_factors is None:
             return NotImplemented
