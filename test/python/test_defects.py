@@ -499,7 +499,8 @@ def test_linear_upsampling_over_dynamic_sizes():
     """lowerkit's decomposition of linear upsampling (eager's rounding of the source index)
     needs the input's sizes; over dynamic ones it left the op to torch-mlir, which could not
     legalize its output size (torch-mlir's e2e ``InterpolateDynamicModule_sizes_bilinear``).
-    PyTorch's symbolic decomposition takes them there."""
+    PyTorch's symbolic decomposition takes them there. The ``.default`` overload, whose output
+    size is a list of ints, torch-mlir lowers itself."""
     from torch.export import Dim
 
     torch.manual_seed(0)

@@ -445,12 +445,10 @@ def _upsample_linear(x: torch.Tensor, output_size: Any, align_corners: bool,
     infinite, also at ``a = 0`` where eager gives ``x0`` (fuzz campaign seed 2114, program 352:
     ``interpolate`` of a division by zero, on every target)."""
     dims = x.dim() - 2
-    if not x.is_floating_point() or output_size is None or len(output_size) != dims:
-        return NotImplemented
+    if not x.is_floating_point() or not _static(x) or output_size is None \
+            or len(output_size) != dims:
+        return NotImplemented  # over dynamic sizes torch-mlir lowers the op (measured)
     scales = list(scales) + [None] * (dims - len(scales))
-    if not _static(x):  # eager's rounding of the source index needs the sizes: PyTorch's form
-        from torch._decomp.decompositions import _upsample_linear as pytorch_upsample_linear
-        return pytorch_upsample_linear(x, output_size, align_corners, scales)
     opmath = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
     y = x.to(opmath)
     for d in reversed(range(dims)):
