@@ -1058,6 +1058,29 @@ def test_convolutions_that_reduce_nothing_after_a_reduction_on_vulkan(target):
     assert result.ok, result.message
 
 
+# Fuzz campaign seed 2119, program 327 (both Vulkan targets): ``layer_norm(hardswish(a / w),
+# (1,))`` gave 0 where ``a / w`` is infinite or NaN and eager gives NaN. A reduction over a dim
+# of one element, fused into its consumer, is ``x - (x + 0)`` there, which the driver (no
+# float controls: `keep-nan-self-subtract`) folds to 0; a softmax came out 1. Every such
+# reduction now gets a dispatch of its own (`fence-reductions`, `_over_unit_dims`).
+def _reductions_over_unit_dims(a, w):
+    x = a / w
+    return (F.layer_norm(F.hardswish(x), (1,)), x - x.mean(-1, keepdim=True),
+            x - x.amax(-1, keepdim=True), torch.log_softmax(x, -1), torch.softmax(x, -1))
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
+def test_reductions_over_unit_dims_keep_nan_on_vulkan(target):
+    a = torch.tensor([[[1.0], [2.0]], [[3.0], [0.0]]])
+    w = torch.tensor([[[1], [0]], [[2], [0]]])  # 2 / 0 = inf, 0 / 0 = NaN
+    art = lowerkit.compile(_reductions_over_unit_dims, (a, w), target=target, cache=False)
+    expected = _reductions_over_unit_dims(a, w)
+    assert all(e.isnan().sum() == 2 for e in expected)
+    result = compare(art(a, w), expected)
+    assert result.ok, result.message
+
+
 # Fuzz campaign seed 2118: two programs whose outputs are right but ill-conditioned, judged
 # wrong against eager's float32 bits. The mean of an instance norm's outputs (an average pool
 # over the whole normalised row) is zero but for the rounding: 1.4e-7 off at a scale of 8e-8.

@@ -1,7 +1,7 @@
 """fence-reductions: a reduction that IREE's SPIR-V code gets wrong when fused gets its own dispatch.
 
 IREE 3.13's SPIR-V code generation miscomputes a dispatch that fuses a reduction with the op
-that consumes it in three cases, all silent wrong answers found by lowerkit's fuzzer:
+that consumes it in four cases, all silent wrong answers found by lowerkit's fuzzer:
 
 * the reduced dim is not the innermost (``x.sum(0, keepdim=True)``, ``x.amax(0)``, softmax
   over dim 0) and the consumer broadcasts it back: ``a / a.sum(0, keepdim=True)`` on a
@@ -19,7 +19,11 @@ that consumes it in three cases, all silent wrong answers found by lowerkit's fu
   once IREE rewrites it (`_broadcasting_conv`). New loops after the kept ones, as in softmax and layer norm, come
   out right.
 
-On every target, CPU included, a fourth case: one op reads the result two ways, through two
+* the reduction reduces only dims of one element (a layer norm or softmax over a dim of size
+  1): fused, its consumer computes ``x - (x + 0)``, which the driver folds to 0 also for an
+  infinite or NaN ``x`` (`_over_unit_dims`, campaign seed 2119, program 327).
+
+On every target, CPU included, a fifth case: one op reads the result two ways, through two
 operands or indexing maps (``s[:, None] - s[None, :]``, ``s + s.T - 2 * x @ x.T`` for a row
 sum ``s``): IREE computed the fused reduction only for the rows of the consumer's tile, and
 the other read saw zeros (fuzzer seed 20261222 #153, `_read_two_ways`).
@@ -34,6 +38,7 @@ multi-result and read-two-ways cases on the others (`fence_for_cpu`, `lowerkit.a
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..ir import Build
@@ -185,9 +190,30 @@ def _unstorable(type_: Any, ir: Any, storage_bits: frozenset[int]) -> bool:
     return element in ("i8", "i16") and int(element[1:]) not in storage_bits
 
 
+def _over_unit_dims(op: Any, ir: Any) -> bool:
+    """Whether a reduction reduces only dims of one element (its result has as many elements
+    as its largest input): ``x - x.mean(-1, keepdim=True)``, a layer norm, a softmax over a
+    dim of size 1. Fused, its consumer computes ``x - (x + 0)``, which a Vulkan driver that
+    assumes no infinity nor NaN (`keep-nan-self-subtract`) folds to 0: an infinite or NaN
+    ``x`` gave 0 where eager gives NaN, and a softmax 1 (campaign seed 2119, program 327:
+    ``layer_norm(hardswish(a / w), (1,))``, on both Vulkan targets). In its own dispatch it is
+    read from memory, which no driver folds."""
+    def elements(value: Any) -> int | None:
+        if value.type.typeid != ir.RankedTensorType.static_typeid:
+            return None
+        tensor = ir.RankedTensorType(value.type)
+        return math.prod(tensor.shape) if tensor.has_static_shape else None
+
+    sizes = [elements(v) for v in list(op.operands)[:_inputs(op, ir)]]
+    out = [elements(r) for r in op.results]
+    if not sizes or None in sizes or None in out:
+        return False
+    return all(n == max(sizes) for n in out) and max(sizes) > 0
+
+
 def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
           cpu: bool = False) -> int:
-    """Put a barrier after every reduction of the four kinds (and before an outer one), except
+    """Put a barrier after every reduction of the five kinds (and before an outer one), except
     on values the target could not store (``storage_bits``, all widths when None); returns
     how many. With ``cpu``, only after a reduction read two ways or a multi-result reduction
     read transposed, which is all that IREE's CPU path needs (see `fence_for_cpu`)."""
@@ -205,6 +231,7 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
         elif any(kinds) and (
                 (not cpu or len(op.results) > 1) and any(_read_transposed(r, ir) for r in op.results)
                 or not cpu and any(_broadcast_inward(r, ir) for r in op.results)
+                or not cpu and _over_unit_dims(op, ir)
                 or any(_read_two_ways(r, ir) for r in op.results)):
             found.append((op, False))
         return ir.WalkResult.ADVANCE

@@ -271,3 +271,32 @@ func.func @dynamic_pairwise(%x: tensor<?x4xf32>) -> tensor<?x?xf32> {
   } -> tensor<?x?xf32>
   return %d : tensor<?x?xf32>
 }
+
+// -----
+
+// A sum over a dim of one element read by a subtraction (x - x.sum(-1, keepdim=True)): fused,
+// a Vulkan driver folds x - (x + 0) to 0, also where x is infinite or NaN. Its own dispatch.
+// CHECK-LABEL: func.func @unit_dim_sum
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: %[[FENCED:.*]] = util.optimization_barrier %[[SUM]] : tensor<3x1xf32>
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[FENCED]] :
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#first = affine_map<(d0, d1) -> (d0, 0)>
+func.func @unit_dim_sum(%x: tensor<3x1xf32>) -> tensor<3x1xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x1xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<3x1xf32>) -> tensor<3x1xf32>
+  %s = linalg.generic {indexing_maps = [#id2, #first], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<3x1xf32>) outs(%f : tensor<3x1xf32>) {
+    ^bb0(%v: f32, %acc: f32):
+      %r = arith.addf %v, %acc : f32
+      linalg.yield %r : f32
+  } -> tensor<3x1xf32>
+  %d = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : tensor<3x1xf32>, tensor<3x1xf32>) outs(%e : tensor<3x1xf32>) {
+    ^bb0(%a: f32, %b: f32, %out: f32):
+      %r = arith.subf %a, %b : f32
+      linalg.yield %r : f32
+  } -> tensor<3x1xf32>
+  return %d : tensor<3x1xf32>
+}
