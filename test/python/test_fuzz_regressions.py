@@ -68,6 +68,21 @@ def test_view_of_empty_tensor(fn, args):
     assert_matches_eager(art(*args), fn(*args))
 
 
+# -- an allocation of no elements beside the literals its readers became ----------------------
+# Campaign seed 2119, program 80 (every target): a log_softmax over a 0x0 tensor decomposes
+# to a cat with an ``empty_strided`` [1, 0]; replace-empty-results made every reader a literal
+# but left the allocation (not pure, so never erased), whose constants torch-mlir could not
+# legalize. An op of empty results with no tensor operand is now a literal too.
+def log_softmax_of_0x0(a):  # a: [0, 0] float16
+    return (torch.log_softmax(a.flip(1), -2), torch.softmax(a.float(), 0))
+
+
+def test_softmax_over_a_tensor_of_no_elements():
+    a = torch.zeros(0, 0, dtype=torch.float16)
+    art = lowerkit.compile(log_softmax_of_0x0, (a,), cache=False)
+    assert_matches_eager(art(a), log_softmax_of_0x0(a))
+
+
 # -- max pooling with ceil_mode whose only window overhangs the input -------------------------
 # iree-compile: "'linalg.generic' op inferred input/output operand #1 has shape's dimension
 # #0 to be 4, but found 2" (the padded-window shape is computed without the overhang).

@@ -13,7 +13,8 @@ result is fully known from its type (found by lowerkit's fuzzer; see test_fuzz_r
   slice) makes iree-compile fail with "offset 1 is out-of-bounds: 1 >= 1".
 
 The result types already hold the static sizes torch.export inferred, and a result with no
-elements has no values to compute, so each is replaced by ``new_zeros`` of its sizes and dtype.
+elements has no values to compute, so each is replaced by ``new_zeros`` of its sizes and dtype
+(a literal of no elements where the op has no tensor operand, as ``empty_strided``).
 In the value-semantics torch dialect an ``aten`` op whose operands and results are value
 tensors has no other effect, so any such op qualifies (in-place ``*_`` ops and custom ops do
 not). Runs on the torch dialect, before the backend contract.
@@ -38,15 +39,20 @@ def _candidate(name: str) -> bool:
 def _rewrite(op: Any) -> list[Any] | None:
     if not len(op.results) or not len(op.operands):
         return None
-    x = op.operands[0]
-    source = t.vtensor(x)
-    if source is None or None in source[0]:
-        return None
     if any(str(v.type).startswith("!torch.tensor") for v in (*op.operands, *op.results)):
         return None  # not value semantics: the op may write through a reference
     results = [t.vtensor(r) for r in op.results]
     if any(r is None or None in r[0] or 0 not in r[0] or r[1] not in _DTYPE_CODES
            for r in results):
+        return None
+    x = op.operands[0]
+    source = t.vtensor(x)
+    if source is None and all(r[1][0] in "fs" for r in results):
+        # no tensor to take new_zeros' device from (``empty_strided``: an allocation, not
+        # pure, which stayed beside the literals its readers became and which torch-mlir
+        # could not legalize: campaign seed 2119, program 80, a log_softmax over 0x0)
+        return [t.make_literal(shape, dtype, []) for shape, dtype in results]
+    if source is None or None in source[0]:
         return None
     none = t.make_none()
     return [t.make_op("torch.aten.new_zeros",

@@ -35,3 +35,20 @@ func.func @not_empty(%arg0: !torch.vtensor<[2,3],f32>) -> !torch.vtensor<[2,3],f
   %0 = torch.aten.abs %arg0 : !torch.vtensor<[2,3],f32> -> !torch.vtensor<[2,3],f32>
   return %0 : !torch.vtensor<[2,3],f32>
 }
+
+// An allocation of no elements has no tensor operand to take new_zeros' device from: a
+// literal of no elements (left, it stayed beside its readers' literals, not being pure).
+// CHECK-LABEL: func.func @empty_allocation
+// CHECK-NOT: torch.aten.empty_strided
+// CHECK: torch.vtensor.literal(dense<> : tensor<1x0xf32>) : !torch.vtensor<[1,0],f32>
+func.func @empty_allocation() -> !torch.vtensor<[1,0],f32> {
+  %int1 = torch.constant.int 1
+  %int0 = torch.constant.int 0
+  %int6 = torch.constant.int 6
+  %cpu = torch.constant.device "cpu"
+  %false = torch.constant.bool false
+  %size = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %stride = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %0 = torch.aten.empty_strided %size, %stride, %int6, %int0, %cpu, %false : !torch.list<int>, !torch.list<int>, !torch.int, !torch.int, !torch.Device, !torch.bool -> !torch.vtensor<[1,0],f32>
+  return %0 : !torch.vtensor<[1,0],f32>
+}
