@@ -513,6 +513,23 @@ def test_linear_upsampling_over_dynamic_sizes():
         assert result.ok, f"{shape}: {result.message}"
 
 
+def _scaled_matmuls(a, b, scale_a, scale_b, bias):
+    e4m3, e5m2 = torch.float8_e4m3fn, torch.float8_e5m2
+    return (torch._scaled_mm(a.to(e4m3), b.to(e4m3), scale_a, scale_b, out_dtype=torch.bfloat16),
+            torch._scaled_mm(a.to(e5m2), b.to(e5m2), scale_a, scale_b, out_dtype=torch.float32),
+            torch._scaled_mm(a.to(e4m3), b.to(e4m3), scale_a, scale_b, bias=bias,
+                             out_dtype=torch.float16))
+
+
+def test_scaled_matmul_of_float8_operands():
+    """``torch._scaled_mm`` (float8 operands, per-tensor scales) had no lowering in
+    torch-mlir (e2e ``AtenScaledMmPerTensor*``); lowerkit computes it as eager's CPU kernel."""
+    torch.manual_seed(0)
+    args = (torch.rand(16, 32) * 4, torch.rand(32, 8) * 4, torch.tensor(0.7), torch.tensor(1.3),
+            torch.rand(8).half())
+    _check(_scaled_matmuls, *args)
+
+
 def _prims_programs(x):  # x: [2, 1, 6, 3]
     prims = torch.ops.prims
     squeezed = prims.squeeze(x, [1])

@@ -671,6 +671,24 @@ def _int_mm(a: torch.Tensor, b: torch.Tensor) -> Any:
     return torch.mm(a.to(torch.int32), b.to(torch.int32))
 
 
+def _scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
+               bias: torch.Tensor | None = None, scale_result: torch.Tensor | None = None,
+               out_dtype: torch.dtype | None = None, use_fast_accum: bool = False) -> Any:
+    """``torch._scaled_mm`` with per-tensor scales as eager's CPU kernel computes it (measured
+    bit for bit): each operand in float32 times its scale, one float32 matmul, the bias added,
+    a float8 result divided by ``scale_result``, then cast. torch-mlir has no lowering for it
+    (e2e ``AtenScaledMmPerTensor*``)."""
+    if scale_a.numel() != 1 or scale_b.numel() != 1:
+        return NotImplemented
+    out = (a.float() * scale_a.float()) @ (b.float() * scale_b.float())
+    if bias is not None:
+        out = out + bias.float()
+    out_dtype = out_dtype or a.dtype
+    if scale_result is not None and out_dtype.itemsize == 1 and out_dtype.is_floating_point:
+        out = out * (1.0 / scale_result.float())
+    return out.to(out_dtype)
+
+
 _SCATTER_IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": -math.inf, "amin": math.inf}
 
 
@@ -782,6 +800,7 @@ def table() -> dict[Any, Callable]:
         aten.rms_norm.default: _rms_norm,
         aten.mm.default: _integer_mm,
         aten._int_mm.default: _int_mm,
+        aten._scaled_mm.default: _scaled_mm,
         aten.scatter_reduce.two: _scatter_reduce,
         aten.split_with_sizes.default: _split_with_sizes,
     }
