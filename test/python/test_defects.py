@@ -530,6 +530,37 @@ def test_scaled_matmul_of_float8_operands():
     _check(_scaled_matmuls, *args)
 
 
+def _integer_powers(x, n, x8, n8):
+    return torch.pow(x, n), torch.pow(x.long(), n), torch.pow(x8, n8), torch.pow(x, n[0])
+
+
+def test_integer_tensors_to_integer_powers():
+    """``pow.Tensor_Tensor`` of integers was illegal in torch-mlir (e2e ``PowIntIntModule``):
+    checked exactly, with negative powers (1, +-1, else 0), wrapping int32 and int64 powers,
+    uint8 and broadcasting."""
+    x = torch.tensor([[2, -2, 1, -1, 0, 3, 0, 7, 3, -5]], dtype=torch.int32).repeat(3, 1)
+    n = torch.tensor([[-1, -3, -5, -3, -2, 0, 0, 70, 25, 13]], dtype=torch.int32).repeat(3, 1)
+    n[1] = n[1].abs()
+    x8, n8 = torch.tensor([3, 2, 0, 255], dtype=torch.uint8), torch.tensor([5, 9, 0, 2], dtype=torch.uint8)
+    art = lowerkit.compile(_integer_powers, (x, n, x8, n8), cache=False)
+    for got, want in zip(art(x, n, x8, n8), _integer_powers(x, n, x8, n8)):
+        assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
+
+
+def _shifts(b, s):
+    return b >> 1, b << 3, b >> s, b << s, b.int() >> s.int(), b.long() << 60, -b.int() >> 2
+
+
+def test_shifts_of_bytes_and_by_tensors():
+    """``uint8 >> 1`` crashed torch-mlir (SIGSEGV: widen-unsigned did not know the
+    ``__rshift__`` names) and ``x >> s`` of two tensors had no lowering; checked exactly."""
+    b = torch.tensor([5, 9, 0, 255, 128], dtype=torch.uint8)
+    s = torch.tensor([1, 2, 0, 7, 3], dtype=torch.uint8)
+    art = lowerkit.compile(_shifts, (b, s), cache=False)
+    for got, want in zip(art(b, s), _shifts(b, s)):
+        assert got.dtype == want.dtype and torch.equal(got, want), (got, want)
+
+
 def _prims_programs(x):  # x: [2, 1, 6, 3]
     prims = torch.ops.prims
     squeezed = prims.squeeze(x, [1])

@@ -689,6 +689,41 @@ def _scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b:
     return out.to(out_dtype)
 
 
+def _pow_integers(x: torch.Tensor, n: torch.Tensor) -> Any:
+    """An integer tensor to integer tensor powers as eager computes them: by squaring, once
+    per bit of the exponent, wrapping on overflow (equal to eager's product modulo 2^bits,
+    whatever the order); a negative power is 1 of 1, +-1 of -1, and 0 of anything else.
+    torch-mlir marks ``pow.Tensor_Tensor`` of integers illegal (e2e ``PowIntIntModule``)."""
+    if x.is_floating_point() or n.is_floating_point() or x.is_complex() or n.is_complex() \
+            or torch.bool in (x.dtype, n.dtype):
+        return NotImplemented
+    dtype = torch.result_type(x, n)
+    base, power = torch.broadcast_tensors(x.to(dtype), n.to(dtype))
+    result = torch.ones_like(base)
+    k = power.clamp(min=0)
+    for _ in range(dtype.itemsize * 8 - (0 if dtype == torch.uint8 else 1)):
+        result = torch.where((k & 1) == 1, result * base, result)
+        base = base * base
+        k = torch.div(k, 2, rounding_mode="floor")  # not k >> 1: torch-mlir crashed on uint8's
+    if dtype == torch.uint8:  # no negative powers
+        return result
+    one, minus_one = torch.ones_like(result), -torch.ones_like(result)
+    odd = (power & 1) == 1
+    negative_power = torch.where(x == 1, one, torch.where(
+        x == -1, torch.where(odd, minus_one, one), torch.zeros_like(result)))
+    return torch.where(power < 0, negative_power, result)
+
+
+def _shift(op: Any) -> Callable:
+    """``x >> s`` and ``x << s`` of two tensors (``aten.__rshift__.Tensor``...) as the
+    ``bitwise_*_shift.Tensor`` ops they equal, which torch-mlir lowers and it does not."""
+    def shift(x: torch.Tensor, s: Any) -> Any:
+        if x.is_floating_point():
+            return NotImplemented
+        return op(x, s)
+    return shift
+
+
 _SCATTER_IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": -math.inf, "amin": math.inf}
 
 
@@ -801,6 +836,9 @@ def table() -> dict[Any, Callable]:
         aten.mm.default: _integer_mm,
         aten._int_mm.default: _int_mm,
         aten._scaled_mm.default: _scaled_mm,
+        aten.pow.Tensor_Tensor: _pow_integers,
+        aten.__rshift__.Tensor: _shift(aten.bitwise_right_shift.Tensor),
+        aten.__lshift__.Tensor: _shift(aten.bitwise_left_shift.Tensor),
         aten.scatter_reduce.two: _scatter_reduce,
         aten.split_with_sizes.default: _split_with_sizes,
     }

@@ -25,7 +25,9 @@ _IN_RANGE = {
     "max_pool2d", "max_pool2d_with_indices", "constant_pad_nd", "repeat", "bitwise_and.Tensor",
     "bitwise_or.Tensor", "bitwise_xor.Tensor", "bitwise_and.Scalar", "clamp", "clamp.Tensor",
     "relu", "floor_divide", "floor_divide.Scalar", "div.Tensor_mode", "div.Scalar_mode",
-    "remainder.Scalar", "remainder.Tensor", "rshift.Scalar", "rshift.Tensor", "masked_fill.Scalar",
+    "remainder.Scalar", "remainder.Tensor", "rshift.Scalar", "rshift.Tensor", "__rshift__.Scalar",
+    "__rshift__.Tensor", "bitwise_right_shift.Tensor", "bitwise_right_shift.Tensor_Scalar",
+    "masked_fill.Scalar",
     "masked_fill.Tensor", "index_select", "narrow", "unbind.int", "split.Tensor", "chunk",
     "abs", "alias", "lift_fresh_copy", "detach", "copy", "index_put", "index_put.hacked_twin",
     "scatter.src", "scatter.value", "fill.Scalar", "fill.Tensor", "zeros_like", "ones_like",
@@ -34,6 +36,8 @@ _IN_RANGE = {
 # Ops that can leave 0..255: their int32 result is wrapped with `& 255`.
 _WRAP = {"add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "mul.Tensor", "mul.Scalar",
          "neg", "pow.Tensor_Scalar", "pow.Tensor_Tensor", "lshift.Scalar", "lshift.Tensor",
+         "__lshift__.Scalar", "__lshift__.Tensor", "bitwise_left_shift.Tensor",
+         "bitwise_left_shift.Tensor_Scalar",
          "bitwise_not", "rsub.Scalar", "sum.dim_IntList", "cumsum", "square", "mm", "bmm",
          "matmul", "mv", "dot", "prod", "prod.dim_int"}
 
@@ -75,7 +79,7 @@ def _widen_function(func: Any) -> None:
                 wide = _convert(arg, _INT32, "si32")
             arg.replace_all_uses_except(wide, wide.owner.operation)
     for op in ops:
-        name = op.name
+        name = op.operation.name  # an OpView's own `name` may be an attribute of that name
         if name == "func.return":
             operands = list(op.operands)
             for i, v in enumerate(operands):
