@@ -83,6 +83,28 @@ def test_softmax_over_a_tensor_of_no_elements():
     assert_matches_eager(art(a), log_softmax_of_0x0(a))
 
 
+# -- 1-D adaptive max pooling to a size other than the input's or 1 -----------------------------
+# Campaign seed 2119, programs 962-965 and 1253-1254 (every target): torch-mlir lowers the 1-D
+# adaptive max pooling only to the input's size or to 1, and failed with an invalid
+# ``tensor.cast`` for [1, 3, 4] pooled to 2. lowerkit's separable decomposition takes it (the
+# 2-D pooling of one row would have: its indices missed a NaN).
+def adaptive_max_pools_1d(a, b):  # a: [1, 3, 4]; b: [2, 3, 12] float32
+    values, index = F.adaptive_max_pool1d(b, 3, return_indices=True)
+    return (F.adaptive_max_pool1d(a, 2), values, index, F.adaptive_max_pool1d(b, 5),
+            F.adaptive_max_pool1d(a.half(), 2))
+
+
+def test_adaptive_max_pooling_1d_to_other_sizes():
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(1, 3, 4, generator=gen).round()  # ties
+    b = torch.randn(2, 3, 12, generator=gen)
+    b[0, 1, 4] = float("nan")
+    art = lowerkit.compile(adaptive_max_pools_1d, (a, b), cache=False)
+    for got, want in zip(art(a, b), adaptive_max_pools_1d(a, b)):
+        assert got.dtype == want.dtype and torch.equal(got.isnan(), want.isnan())
+        assert torch.equal(got.nan_to_num(), want.nan_to_num()), (got, want)
+
+
 # -- max pooling with ceil_mode whose only window overhangs the input -------------------------
 # iree-compile: "'linalg.generic' op inferred input/output operand #1 has shape's dimension
 # #0 to be 4, but found 2" (the padded-window shape is computed without the overhang).
