@@ -86,15 +86,19 @@ def test_softmax_over_a_tensor_of_no_elements():
 # -- 1-D adaptive max pooling to a size other than the input's or 1 -----------------------------
 # Campaign seed 2119, programs 962-965 and 1253-1254 (every target): torch-mlir lowers the 1-D
 # adaptive max pooling only to the input's size or to 1, and failed with an invalid
-# ``tensor.cast`` for [1, 3, 4] pooled to 2. lowerkit's separable decomposition takes it (the
-# 2-D pooling of one row would have: its indices missed a NaN).
+# ``tensor.cast`` for [1, 3, 4] pooled to 2. Its 2-D pooling with indices gave -1 for the
+# index of a NaN, and for uneven windows wrong values. lowerkit's separable decomposition
+# takes both, checked exactly with ties and NaN.
 def adaptive_max_pools_1d(a, b):  # a: [1, 3, 4]; b: [2, 3, 12] float32
     values, index = F.adaptive_max_pool1d(b, 3, return_indices=True)
+    square = b.reshape(2, 3, 3, 4).repeat(1, 1, 3, 2)  # [2, 3, 9, 8]
+    uneven, uneven_index = F.adaptive_max_pool2d(square, 3, return_indices=True)
+    even, even_index = F.adaptive_max_pool2d(square[:, :, :8], 4, return_indices=True)
     return (F.adaptive_max_pool1d(a, 2), values, index, F.adaptive_max_pool1d(b, 5),
-            F.adaptive_max_pool1d(a.half(), 2))
+            F.adaptive_max_pool1d(a.half(), 2), uneven, uneven_index, even, even_index)
 
 
-def test_adaptive_max_pooling_1d_to_other_sizes():
+def test_adaptive_max_pooling_with_indices_over_static_sizes():
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(1, 3, 4, generator=gen).round()  # ties
     b = torch.randn(2, 3, 12, generator=gen)

@@ -330,16 +330,15 @@ def _adaptive_window_max(x: torch.Tensor, dim: int, out: int, carry: Any = None)
 
 
 def _adaptive_max_pool(x: torch.Tensor, output_size: Any, spatial: int) -> Any:
-    """``adaptive_max_pool1d`` / ``2d`` over dynamic sizes, one spatial dim at a time, with the
-    flat index eager returns. torch-mlir's path is a ``max_pool2d`` with a computed kernel,
-    which it cannot lower (torch-mlir's e2e ``AdaptiveMaxPool*Dynamic*``). Static sizes keep
-    it, except in 1-D: torch-mlir lowers that one only to the input's size or to 1 (fuzz
-    campaign seed 2119, programs 962-965 and 1253-1254: [1, 3, 4] pooled to 2 failed with an
-    invalid ``tensor.cast``), and its indices through the 2-D pooling missed a NaN. The
-    separable pick equals eager's row-major scan: the first row holding a maximum and its
+    """``adaptive_max_pool1d`` / ``2d``, one spatial dim at a time, with the flat index eager
+    returns. Over dynamic sizes torch-mlir's path is a ``max_pool2d`` with a computed kernel,
+    which it cannot lower (torch-mlir's e2e ``AdaptiveMaxPool*Dynamic*``). Over static ones it
+    lowers the 1-D pooling only to the input's size or to 1 (fuzz campaign seed 2119, programs
+    962-965 and 1253-1254: [1, 3, 4] pooled to 2 failed with an invalid ``tensor.cast``), and
+    the 2-D one with indices gave an index of -1 beside a NaN and, for uneven windows (8x8 to
+    3x3), wrong values in the last row. The separable pick equals eager's row-major scan: the first row holding a maximum and its
     first maximum, or the last row holding a NaN and its last NaN."""
-    if (_static(x) and spatial != 1) or not x.dtype.is_floating_point \
-            or x.dim() not in (spatial + 1, spatial + 2):
+    if not x.dtype.is_floating_point or x.dim() not in (spatial + 1, spatial + 2):
         return NotImplemented
     sizes = [output_size] * spatial if isinstance(output_size, int) else list(output_size)
     if 0 in sizes:
