@@ -654,7 +654,7 @@ FAULTS = [
           ["test/python/test_defects.py::test_shifts_of_bytes_and_by_tensors"],
           "python/lowerkit/passes/widen_unsigned.py",
           "\"rshift.Tensor\", \"__rshift__.Scalar\",", "\"rshift.Tensor\","),
-    Fault("adaptive-max-pool-1d-left", "a static 1-D adaptive max pooling reaches torch-mlir's 1-D lowering",
+    Fault("adaptive-max-pool-static-left", "a static adaptive max pooling reaches torch-mlir (1-D: no lowering; 2-D: wrong indices and uneven windows)",
           ["test/python/test_fuzz_regressions.py::test_adaptive_max_pooling_with_indices_over_static_sizes"],
           "python/lowerkit/ingress/decompositions.py",
           "    if not x.dtype.is_floating_point or x.dim() not in (spatial + 1, spatial + 2):\n",
