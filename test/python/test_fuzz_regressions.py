@@ -109,6 +109,21 @@ def test_adaptive_max_pooling_with_indices_over_static_sizes():
         assert torch.equal(got.nan_to_num(), want.nan_to_num()), (got, want)
 
 
+# -- a negative pad that crops a dim away entirely ---------------------------------------------
+# Campaign seed 2119, programs 1933-1934 (every target): ``F.pad(v, (-1, 0, -1, 1))`` of a
+# [1, 2] gather crops its only row; the empty slice failed iree-compile ("offset 0 is
+# out-of-bounds: 1 >= 1"). crop-negative-pad now gives the padding alone.
+def pad_cropping_a_dim_away(a, w0):  # a: [2, 1] float32; w0: [1, 2] int64 in [0, 1)
+    v1 = torch.gather(a, 1, w0)
+    return (F.pad(v1, (-1, 0, -1, 1), mode="constant"), F.pad(a, (0, 2, -2, 1), value=3.5))
+
+
+def test_a_negative_pad_that_crops_a_dim_away():
+    args = (torch.tensor([[1.5], [-2.0]]), torch.zeros(1, 2, dtype=torch.int64))
+    art = lowerkit.compile(pad_cropping_a_dim_away, args, cache=False)
+    assert_matches_eager(art(*args), pad_cropping_a_dim_away(*args))
+
+
 # -- max pooling with ceil_mode whose only window overhangs the input -------------------------
 # iree-compile: "'linalg.generic' op inferred input/output operand #1 has shape's dimension
 # #0 to be 4, but found 2" (the padded-window shape is computed without the overhang).

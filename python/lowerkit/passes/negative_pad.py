@@ -31,8 +31,16 @@ def _rewrite(op: Any) -> list[Any] | None:
         if size is None:
             return None  # a dynamic dim: leave it to torch-mlir
         start, end = max(0, -before), size + min(0, after)
-        if end < start:  # cropped away entirely: eager pads an empty dim (or fails) too
+        if end < start:  # cropped past its size: eager fails too
             return None
+        if end == start:  # cropped away entirely: the result is padding only, and an empty
+            # slice at the end of a dim failed iree-compile ("offset 0 is out-of-bounds: 1 >=
+            # 1": campaign seed 2119, a [1, 1] gather padded by (-1, 0, -1, 1))
+            none = t.make_none()
+            shape_out = t.vtensor(op.results[0])[0]
+            return [t.make_op("torch.aten.new_full",
+                              [op.operands[0], t.make_int_list(shape_out), value_v, none, none,
+                               none, none], op.results[0].type)]
         x = t.make_slice(x, dim, start, end, 1)
         pads[2 * i], pads[2 * i + 1] = max(0, before), max(0, after)
     out = t.vtensor(op.results[0])
