@@ -122,7 +122,8 @@ def make_literal(shape: list[int], dtype: str, values: list[float] | list[int]) 
                                for i in range(dims[0])) + "]"
 
     dims = "x".join(str(d) for d in shape)
-    attr = ir.Attribute.parse(f"dense<{nest(values, list(shape))}> : tensor<{dims}{'x' if dims else ''}{element}>")
+    body = "" if 0 in shape else nest(values, list(shape))  # no elements: ``dense<>``
+    attr = ir.Attribute.parse(f"dense<{body}> : tensor<{dims}{'x' if dims else ''}{element}>")
     return ir.Operation.create("torch.vtensor.literal", results=[vtensor_type(shape, dtype)],
                                attributes={"value": attr}).results[0]
 
