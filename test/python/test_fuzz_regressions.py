@@ -1139,6 +1139,26 @@ def test_reductions_over_unit_dims_keep_nan_on_vulkan(target):
     assert result.ok, result.message
 
 
+# Fuzz campaign seed 2119, program 854 (portable vulkan): an attention (lowerkit's, a private
+# function until IREE inlines it) whose last matmul a one-tap one-channel convolution reads
+# was 24 of the output's scale off (garbage, 1e21, in another run). fence-reductions could not
+# see the convolution from inside the function; it now inlines first, as IREE does.
+def _attention_then_a_conv_that_reduces_nothing(q, k, v, w):
+    return F.conv2d(F.scaled_dot_product_attention(q, k, v), w, dilation=2)
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
+def test_attention_read_by_a_conv_that_reduces_nothing_on_vulkan(target):
+    gen = torch.Generator().manual_seed(0)
+    args = tuple(torch.randn(*s, generator=gen) for s in
+                 ((2, 1, 8, 16), (2, 1, 5, 16), (2, 1, 5, 4), (2, 1, 1, 1)))
+    art = lowerkit.compile(_attention_then_a_conv_that_reduces_nothing, args, target=target,
+                           cache=False)
+    result = compare(art(*args), _attention_then_a_conv_that_reduces_nothing(*args))
+    assert result.ok, result.message
+
+
 # Fuzz campaign seed 2118: two programs whose outputs are right but ill-conditioned, judged
 # wrong against eager's float32 bits. The mean of an instance norm's outputs (an average pool
 # over the whole normalised row) is zero but for the rounding: 1.4e-7 off at a scale of 8e-8.
