@@ -667,7 +667,7 @@ FAULTS = [
     Fault("private-functions-not-inlined", "fence-reductions looks at the IR without inlining lowerkit's attention function",
           ["test/python/test_fuzz_regressions.py::test_attention_read_by_a_conv_that_reduces_nothing_on_vulkan"],
           "python/lowerkit/passes/reduction_fence.py",
-          "    if not cpu:\n        _inline_calls(module_op, ir)\n", ""),
+          "    if not cpu:\n        _inline_calls(module_op)\n", ""),
     Fault("empty-literal-nested", "a literal of no elements is written dense<[]>, which fails to parse for a leading 0",
           ["test/python/test_fuzz_regressions.py::test_softmax_over_a_tensor_of_no_elements"],
           "python/lowerkit/passes/_torch_ir.py",

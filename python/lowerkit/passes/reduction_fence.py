@@ -43,7 +43,7 @@ from typing import Any
 
 from ..ir import Build
 from ._linalg import NAMED_REDUCTIONS, reduces, reduction_loops
-from ._source_fence import LEAVES, barrier, fence_value
+from ._source_fence import LEAVES, barrier, fence_value, ops_where
 
 NAME = "fence-reductions"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
@@ -211,20 +211,12 @@ def _over_unit_dims(op: Any, ir: Any) -> bool:
     return all(n == max(sizes) for n in out) and max(sizes) > 0
 
 
-def _inline_calls(module_op: Any, ir: Any) -> None:
+def _inline_calls(module_op: Any) -> None:
     """Inline private functions (lowerkit's attention, `lower-attention`) as IREE will: a
     reduction they return has its readers in the caller, where a barrier cannot see them from
     inside (campaign seed 2119, program 854: an attention's last matmul read by a one-tap
     one-channel convolution, 24 of the output's scale off on the portable Vulkan target)."""
-    calls = []
-
-    def visit(op):
-        if op.name == "func.call":
-            calls.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
-    if calls:
+    if ops_where(module_op, lambda op: op.name == "func.call"):
         from iree.compiler import passmanager  # runs in IREE's build only
         passmanager.PassManager.parse("builtin.module(inline, symbol-dce)",
                                       module_op.context).run(module_op)
@@ -240,7 +232,7 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
     bits = frozenset(storage_bits) if storage_bits is not None else frozenset((8, 16, 32, 64))
     found = []
     if not cpu:
-        _inline_calls(module_op, ir)
+        _inline_calls(module_op)
 
     def visit(op):
         kinds = reduction_loops(op)
