@@ -170,3 +170,62 @@ def test_gelu_matches_eager_at_f32s_tolerance(approximate):
     x = torch.linspace(-4, 4, 801)
     result = compare(lowerkit.compile(fn, (x,))(x), fn(x))
     assert result.ok, result.message
+
+
+# -- max pooling's indices ---------------------------------------------------------------------
+# torch-mlir's lowering of max_pool2d_with_indices gives the right values but -1 for the index
+# of a window that holds a NaN (eager: the last NaN's position). lowerkit decomposes the op
+# where the indices are read; plain max pooling keeps torch-mlir's pooling.
+def max_pools_with_indices(x, y):  # x: [2, 3, 9, 7]; y: [1, 2, 3, 4, 5] float32
+    F = torch.nn.functional
+    a, ai = F.max_pool2d(x, 3, stride=2, padding=1, return_indices=True)
+    # dilated taps that straddle the input's 7 columns: a window misses it (-inf, eager's index)
+    b, bi = F.max_pool2d(x, 2, stride=2, dilation=3, padding=1, ceil_mode=True,
+                         return_indices=True)
+    c, ci = F.max_pool3d(y, 2, stride=1, padding=1, return_indices=True)
+    d, di = F.max_pool1d(x[0], 3, stride=2, return_indices=True)
+    return a, ai, b, bi, c, ci, d, di
+
+
+def pooling_inputs(seed: int, h: int = 9, w: int = 7) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, 3, h, w, generator=gen).round()  # ties
+    x[0, 0, 1, 1] = float("nan")
+    x[1, 2, 4, 4:6] = float("nan")  # two NaNs in one window: eager picks the last
+    x[0, 1] = -float("inf")
+    y = torch.randn(1, 2, 3, 4, 5, generator=gen)
+    y[0, 0, 1, 1, 1] = float("nan")
+    return x, y
+
+
+def assert_pools_equal(got, expected):
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == e.dtype and g.shape == e.shape
+        assert torch.equal(g.isnan(), e.isnan()) and torch.equal(g.nan_to_num(), e.nan_to_num())
+
+
+def test_max_pooling_indices_beside_nan_match_eager():
+    args = pooling_inputs(0)
+    art = lowerkit.compile(max_pools_with_indices, args, cache=False)
+    assert_pools_equal(art(*args), max_pools_with_indices(*args))
+
+
+def test_max_pooling_indices_over_dynamic_sizes():
+    from torch.export import Dim
+
+    def pool(x):
+        return torch.nn.functional.max_pool2d(x, 3, stride=2, padding=1, dilation=2,
+                                              return_indices=True)
+
+    x, _ = pooling_inputs(1)
+    dims = ({2: Dim("h", min=6, max=64), 3: Dim("w", min=6, max=64)},)
+    art = lowerkit.compile(pool, (x,), dynamic_shapes=dims, cache=False)
+    for h, w in ((9, 7), (12, 10)):
+        x, _ = pooling_inputs(2, h, w)
+        assert_pools_equal(art(x), pool(x))
+
+
+def test_plain_max_pooling_keeps_the_pooling_op():
+    ops = lowered_ops(lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1),
+                      (torch.randn(1, 3, 16, 16),))
+    assert "linalg.pooling_nchw_max" in ops and "linalg.index" not in ops, ops

@@ -388,6 +388,24 @@ def test_the_rounding_of_every_value_counts_in_the_conditioning():
                                 tols) is None
 
 
+def test_eagers_own_nan_where_float64_has_an_infinity_is_not_held_against_lowerkit():
+    """``F.gelu(inf)`` is NaN in eager's vectorised float32 kernel, inf in its scalar one and in
+    float64 (seed 2119, program 930): lowerkit's inf has float64's value there and passes; a NaN
+    of lowerkit's own where eager and float64 agree on inf stays wrong."""
+    from lowerkit.tools.fuzz import as_accurate_as_eager, output_tolerances
+
+    p = _program("F.gelu(a.abs() / 0)", shape=(4, 16))  # inf, and NaN at 0 / 0
+    outcome = run_program(p, cache=False)
+    assert outcome.kind == "passed" and "eager alone" in outcome.message, outcome.describe()
+
+    args = p.make_inputs()
+    reference = p.function()(*(a.double() for a in args))[0]
+    assert reference.isinf().any()
+    ours = reference.float().masked_fill(reference.isinf(), float("nan"))
+    assert as_accurate_as_eager(p, args, (ours,), (reference.float(),),
+                                output_tolerances(p)) is None
+
+
 def test_an_output_off_where_eager_is_exact_stays_wrong(monkeypatch):
     """Eager exact against float64 (quantised inputs, exact ops): any error is lowerkit's."""
     p = _program("torch.relu(a) * 0.5")

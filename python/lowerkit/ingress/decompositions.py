@@ -298,18 +298,16 @@ def _adaptive_avg_pool2d(x: torch.Tensor, output_size: Any) -> Any:
                        torch.where(pos, math.inf, torch.where(neg, -math.inf, mean)))
 
 
-def _adaptive_window_max(x: torch.Tensor, dim: int, out: int, carry: Any = None) -> tuple:
-    """Adaptive max pooling along one dim: each output's window gathered as ``k`` columns (the
-    longest window's length, shorter ones repeating their last element), then the element eager
-    picks: the first maximum, or the last NaN where the window has one (ATen's CPU kernel
-    replaces its pick on ``val > max || isnan(val)``). Returns the values, their positions
-    along ``dim`` and ``carry`` (a tensor of ``x``'s shape) at the same picks."""
-    size = x.shape[dim]
-    start, end = _adaptive_windows(size, out, x.device)
-    k = torch.arange((size + out - 1) // out + 1, device=x.device).unsqueeze(0)
-    where = torch.minimum(start + k, end - 1)                         # [out, k]
+def _window_pick(x: torch.Tensor, dim: int, where: torch.Tensor, carry: Any = None) -> tuple:
+    """Max pooling along one dim, each output's window gathered from ``where`` ([out, k]
+    positions along ``dim``; a window shorter than ``k`` repeats one of its own elements, which
+    changes no pick), then the element eager picks: the first maximum, or the last NaN where
+    the window has one (ATen's CPU kernels replace their pick on ``val > max || isnan(val)``).
+    Returns the values, their positions along ``dim`` and ``carry`` (a tensor of ``x``'s shape)
+    at the same picks."""
     shape = list(x.shape)
-    shape[dim:dim + 1] = [out, where.shape[1]]
+    shape[dim:dim + 1] = [where.shape[0], where.shape[1]]
+
     def windows_of(t: torch.Tensor) -> torch.Tensor:
         return torch.index_select(t, dim, where.reshape(-1)).reshape(shape)
 
@@ -324,35 +322,51 @@ def _adaptive_window_max(x: torch.Tensor, dim: int, out: int, carry: Any = None)
     def picked(t: torch.Tensor) -> torch.Tensor:
         return torch.gather(t, dim + 1, pick).squeeze(dim + 1)
 
-    positions = where.view([out, -1] + [1] * (x.dim() - dim - 1)).expand(windows.shape)
+    positions = where.view([where.shape[0], -1] + [1] * (x.dim() - dim - 1)).expand(shape)
     return (picked(windows), picked(positions),
             None if carry is None else picked(windows_of(carry)))
 
 
+def _separable_max(x: torch.Tensor, wheres: list) -> tuple:
+    """Max pooling over the last ``len(wheres)`` dims, one dim at a time from the innermost
+    (``wheres``: each dim's `_window_pick` positions), with the flat index eager returns. The
+    separable pick equals eager's row-major scan: the first row holding a maximum and its
+    first maximum, or the last row holding a NaN and its last NaN. The flat index rides along
+    as the carry: a sum of the picks' positions, each from its own gather chain, fails
+    iree-compile over dynamic sizes ("'tensor.dim' op unexpected during shape cleanup")."""
+    spatial = len(wheres)
+    sizes = x.shape[x.dim() - spatial:]
+    values, flat = x, None
+    for axis in reversed(range(spatial)):
+        dim = x.dim() - spatial + axis
+        if flat is None:
+            values, flat, _ = _window_pick(values, dim, wheres[axis])
+            continue
+        inner = math.prod(sizes[axis + 1:])
+        rows = torch.arange(sizes[axis], device=x.device).view([-1] + [1] * (spatial - 1 - axis))
+        values, _, flat = _window_pick(values, dim, wheres[axis], flat + rows * inner)
+    return values, flat
+
+
 def _adaptive_max_pool(x: torch.Tensor, output_size: Any, spatial: int) -> Any:
-    """``adaptive_max_pool1d`` / ``2d``, one spatial dim at a time, with the flat index eager
-    returns. Over dynamic sizes torch-mlir's path is a ``max_pool2d`` with a computed kernel,
-    which it cannot lower (torch-mlir's e2e ``AdaptiveMaxPool*Dynamic*``). Over static ones it
-    lowers the 1-D pooling only to the input's size or to 1 (fuzz campaign seed 2119, programs
-    962-965 and 1253-1254: [1, 3, 4] pooled to 2 failed with an invalid ``tensor.cast``), and
-    the 2-D one with indices gave an index of -1 beside a NaN and, for uneven windows (8x8 to
-    3x3), wrong values in the last row. The separable pick equals eager's row-major scan: the first row holding a maximum and its
-    first maximum, or the last row holding a NaN and its last NaN."""
+    """``adaptive_max_pool1d`` / ``2d`` as `_separable_max` over adaptive windows. Over dynamic
+    sizes torch-mlir's path is a ``max_pool2d`` with a computed kernel, which it cannot lower
+    (torch-mlir's e2e ``AdaptiveMaxPool*Dynamic*``). Over static ones it lowers the 1-D pooling
+    only to the input's size or to 1 (fuzz campaign seed 2119, programs 962-965 and 1253-1254:
+    [1, 3, 4] pooled to 2 failed with an invalid ``tensor.cast``), and the 2-D one with indices
+    gave an index of -1 beside a NaN and, for uneven windows (8x8 to 3x3), wrong values in the
+    last row."""
     if not x.dtype.is_floating_point or x.dim() not in (spatial + 1, spatial + 2):
         return NotImplemented
     sizes = [output_size] * spatial if isinstance(output_size, int) else list(output_size)
     if 0 in sizes:
         return NotImplemented
-    if spatial == 1:
-        return _adaptive_window_max(x, x.dim() - 1, sizes[0])[:2]
-    h, w = x.dim() - 2, x.dim() - 1
-    by_col, col, _ = _adaptive_window_max(x, w, sizes[1])             # [..., H, ow]
-    # the flat index rides along as the carry: a sum of the two picks' positions, each from
-    # its own gather chain, fails iree-compile over dynamic sizes ("'tensor.dim' op unexpected
-    # during shape cleanup")
-    flat = col + torch.arange(x.shape[h], device=x.device).unsqueeze(1) * x.shape[w]
-    values, _, index = _adaptive_window_max(by_col, h, sizes[0], flat)  # [..., oh, ow]
-    return values, index
+    wheres = []
+    for size, out in zip(x.shape[x.dim() - spatial:], sizes):
+        start, end = _adaptive_windows(size, out, x.device)
+        k = torch.arange((size + out - 1) // out + 1, device=x.device).unsqueeze(0)
+        wheres.append(torch.minimum(start + k, end - 1))  # short windows repeat their last
+    return _separable_max(x, wheres)
 
 
 def _adaptive_max_pool1d(x: torch.Tensor, output_size: Any) -> Any:
@@ -361,6 +375,79 @@ def _adaptive_max_pool1d(x: torch.Tensor, output_size: Any) -> Any:
 
 def _adaptive_max_pool2d(x: torch.Tensor, output_size: Any) -> Any:
     return _adaptive_max_pool(x, output_size, 2)
+
+
+_MAX_POOL_VALUES_ONLY = threading.local()  # .on while `_max_pool_values` calls the op it keeps
+
+
+def _pool_windows(size: Any, kernel: int, stride: int, pad: int, dilation: int,
+                  ceil_mode: bool, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Max pooling's windows along one dim: [out, kernel] input positions (one in the padding
+    replaced by the window's first or last one inside the input) and [out] the first position
+    inside the input, ATen's adjusted start, past the input's end where a dilated window
+    misses it. The output size is ATen's ``pooling_output_shape`` (ceil mode drops a last
+    window that starts in the right padding), written with ``sym_min`` so that it also holds
+    over dynamic sizes."""
+    out = (size + 2 * pad - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)) \
+        // stride + 1
+    if ceil_mode:
+        out = torch.sym_min(out, (size + pad + stride - 1) // stride)
+    start = torch.arange(out, device=device).unsqueeze(1) * stride - pad
+    taps = start + torch.arange(kernel, device=device).unsqueeze(0) * dilation
+    first = start + torch.div(torch.clamp(-start, min=0) + dilation - 1, dilation,
+                              rounding_mode="floor") * dilation
+    last = start + torch.div(torch.clamp(-start + (size - 1), max=(kernel - 1) * dilation),
+                             dilation, rounding_mode="floor") * dilation
+    inside = torch.clamp(torch.minimum(torch.maximum(taps, first), last), 0, size - 1)
+    return inside, first.squeeze(1)
+
+
+def _max_pool_with_indices(spatial: int) -> Callable:
+    """``max_pool2d_with_indices`` / ``3d`` as `_separable_max` over the pooling windows, where
+    the indices are read: torch-mlir's lowering gives the right values but an index of -1
+    for a window that holds a NaN, where eager gives the NaN's (the last one's) position
+    (issue 21). Plain max pooling reaches this op too (``max_pool2d`` is a composite of it):
+    `_max_pool_values` keeps it whole for torch-mlir's faster pooling.
+
+    A dilated window can miss the input (its taps straddle it); eager gives it -inf at the
+    flat index of its dims' adjusted starts, put in after the separable pick."""
+    def decompose(x: torch.Tensor, kernel_size: Any, stride: Any = (), padding: Any = 0,
+                  dilation: Any = 1, ceil_mode: bool = False) -> Any:
+        if getattr(_MAX_POOL_VALUES_ONLY, "on", False) or not x.dtype.is_floating_point \
+                or x.dim() not in (spatial + 1, spatial + 2) or x.numel() == 0:
+            return NotImplemented
+
+        def per_dim(v: Any, default: Any = None) -> list:
+            v = list(v) if isinstance(v, (list, tuple)) else [v]
+            v = v or default
+            return v * spatial if len(v) == 1 else v
+
+        kernel = per_dim(kernel_size)
+        strides, pads, dilations = per_dim(stride, kernel), per_dim(padding), per_dim(dilation)
+        sizes = x.shape[x.dim() - spatial:]
+        windows = [_pool_windows(size, *taps, ceil_mode, x.device) for size, *taps in
+                   zip(sizes, kernel, strides, pads, dilations)]
+        values, index = _separable_max(x, [inside for inside, _ in windows])
+        if all(d == 1 for d in dilations):  # only a dilated window can miss the input
+            return values, index
+        missed, starts = torch.zeros((), dtype=torch.bool, device=x.device), 0
+        for axis, (_, first) in enumerate(windows):
+            shape = [-1] + [1] * (spatial - 1 - axis)
+            missed = missed | (first >= sizes[axis]).view(shape)
+            starts = starts + first.view(shape) * math.prod(sizes[axis + 1:])
+        return values.masked_fill(missed, -math.inf), torch.where(missed, starts, index)
+    return decompose
+
+
+def _max_pool_values(with_indices: Any) -> Callable:
+    """``max_pool2d`` / ``3d`` (no indices) as the ``with_indices`` op kept whole."""
+    def decompose(*args: Any, **kwargs: Any) -> Any:
+        _MAX_POOL_VALUES_ONLY.on = True
+        try:
+            return with_indices(*args, **kwargs)[0]
+        finally:
+            _MAX_POOL_VALUES_ONLY.on = False
+    return decompose
 
 
 def _avg_pool2d(x: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
@@ -808,6 +895,10 @@ def table() -> dict[Any, Callable]:
         aten._adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
         aten.adaptive_max_pool1d.default: _adaptive_max_pool1d,
         aten.adaptive_max_pool2d.default: _adaptive_max_pool2d,
+        aten.max_pool2d.default: _max_pool_values(aten.max_pool2d_with_indices.default),
+        aten.max_pool3d.default: _max_pool_values(aten.max_pool3d_with_indices.default),
+        aten.max_pool2d_with_indices.default: _max_pool_with_indices(2),
+        aten.max_pool3d_with_indices.default: _max_pool_with_indices(3),
         aten.avg_pool2d.default: _avg_pool2d,
         aten.gelu.default: _gelu,
         aten.isfinite.default: _isfinite,

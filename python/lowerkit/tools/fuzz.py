@@ -466,14 +466,23 @@ def as_accurate_as_eager(program: Program, args: tuple, got: Any, expected: Any,
     except Exception:  # noqa: BLE001 -- an op eager has no float64 kernel for: no second look
         return None
     worst = None  # (ratio, lowerkit's error, eager's error, conditioning)
+    settled = 0  # elements where eager's NaN-ness differs from float64's and lowerkit's
     for i, (g, e, r) in enumerate(zip(got, expected, reference)):
         if compare(g, e, tol=tols.get(f"output[{i}]")).ok:
             continue
         if not (isinstance(g, torch.Tensor) and e.is_floating_point() and g.dtype == e.dtype
-                and g.shape == e.shape == r.shape
-                and torch.equal(g.isnan(), e.isnan()) and torch.equal(e.isnan(), r.isnan())):
+                and g.shape == e.shape == r.shape and torch.equal(g.isnan(), r.isnan())):
             return None
-        finite = r.isfinite()
+        # eager's NaN where float64 has an infinity, or its infinity where float64 has NaN:
+        # eager's kernels disagree with themselves there (F.gelu(inf) is NaN in its vectorised
+        # float32 kernel, inf in its scalar one and in float64: seed 2119, program 930); an
+        # output that has float64's value at each such place is right there
+        eager_alone = e.isnan() != g.isnan()
+        if eager_alone.any():
+            if not torch.equal(g[eager_alone].double().nan_to_num(), r[eager_alone].nan_to_num()):
+                return None
+            settled += int(eager_alone.sum())
+        finite = r.isfinite() & ~eager_alone
 
         def off(x: torch.Tensor) -> float:
             return (x.double() - r)[finite].abs().max().item() if finite.any() else 0.0
@@ -487,9 +496,11 @@ def as_accurate_as_eager(program: Program, args: tuple, got: Any, expected: Any,
                                             conditioning))
     if worst is None:
         return None
+    nans = (f"; {settled} element(s) where eager alone has or lacks NaN have float64's value"
+            if settled else "")
     return (f"as accurate as eager against float64: {worst[1]:.3g} off where eager is "
             f"{worst[2]:.3g} off and one rounding of each value moves it {worst[3]:.3g} "
-            f"(within {AS_ACCURATE_AS_EAGER:g}x)")
+            f"(within {AS_ACCURATE_AS_EAGER:g}x){nans}")
 
 
 def _message(e: BaseException) -> str:
@@ -849,18 +860,31 @@ def _op_pool(b, v):
     p = b.draw(st.integers(0, k // 2))
     ceil = b.draw(st.booleans())
     d2 = v.example.dim() == 4
-    choice = b.draw(st.sampled_from(["max_pool", "avg_pool", "adaptive", "max_pool_dilated"]))
+    choice = b.draw(st.sampled_from(["max_pool", "avg_pool", "adaptive", "max_pool_dilated",
+                                     "max_pool_indices"]))
     nd = "2d" if d2 else "1d"
     if choice == "max_pool":
         return f"F.max_pool{nd}({x}, {k}, stride={s}, padding={p}, ceil_mode={ceil})", v.exact
     if choice == "max_pool_dilated":
         return f"F.max_pool{nd}({x}, {k}, stride={s}, padding={p}, dilation=2)", v.exact
+    if choice == "max_pool_indices":
+        # where each window's maximum (or NaN) lies: a pick among its elements, so only of an
+        # exact value (a last-bit difference would move it)
+        if not v.exact:
+            return None
+        dilation = b.draw(st.integers(1, 3))
+        return (f"F.max_pool{nd}({x}, {k}, stride={s}, padding={p}, dilation={dilation}, "
+                f"ceil_mode={ceil}, return_indices=True)[1]"), True
     if choice == "avg_pool":
         cip = b.draw(st.booleans())
         return (f"F.avg_pool{nd}({x}, {k}, stride={s}, padding={p}, ceil_mode={ceil}, "
                 f"count_include_pad={cip})", False)
     out = b.draw(st.sampled_from([1, 2, 3, 5, 7]))
-    op = b.draw(st.sampled_from(["adaptive_avg_pool", "adaptive_max_pool"]))
+    op = b.draw(st.sampled_from(["adaptive_avg_pool", "adaptive_max_pool", "adaptive_max_index"]))
+    if op == "adaptive_max_index":
+        if not v.exact:
+            return None
+        return f"F.adaptive_max_pool{nd}({x}, {out}, return_indices=True)[1]", True
     return f"F.{op}{nd}({x}, {out})", op == "adaptive_max_pool" and v.exact
 
 
