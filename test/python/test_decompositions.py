@@ -179,12 +179,16 @@ def test_gelu_matches_eager_at_f32s_tolerance(approximate):
 def max_pools_with_indices(x, y):  # x: [2, 3, 9, 7]; y: [1, 2, 3, 4, 5] float32
     F = torch.nn.functional
     a, ai = F.max_pool2d(x, 3, stride=2, padding=1, return_indices=True)
-    # dilated taps that straddle the input's 7 columns: a window misses it (-inf, eager's index)
+    # dilated taps, ceil mode
     b, bi = F.max_pool2d(x, 2, stride=2, dilation=3, padding=1, ceil_mode=True,
                          return_indices=True)
     c, ci = F.max_pool3d(y, 2, stride=1, padding=1, return_indices=True)
     d, di = F.max_pool1d(x[0], 3, stride=2, return_indices=True)
-    return a, ai, b, bi, c, ci, d, di
+    # over 2 columns the taps -1 and 2 miss the input: -inf at eager's index (the adjusted
+    # starts, past the end)
+    e, ei = F.max_pool2d(x[:, :, :3, :2], 2, stride=1, padding=1, dilation=3,
+                         return_indices=True)
+    return a, ai, b, bi, c, ci, d, di, e, ei
 
 
 def pooling_inputs(seed: int, h: int = 9, w: int = 7) -> tuple[torch.Tensor, torch.Tensor]:
