@@ -287,8 +287,16 @@ def for_cpu(module_op: Any, native_vector_bytes: int = 64,
 
 
 def decompose(module_op: Any, pass_: Any = None) -> int:
-    """Targets without IREE's attention (Vulkan): the math form in linalg."""
-    return _rewrite(module_op, "decompose")
+    """Targets without IREE's attention (Vulkan): the math form in linalg, inlined as IREE
+    would inline it, so that the target's later fixes see its reductions beside their readers
+    in the caller: `fence-reductions` could not fence a softmax's sum read from inside the
+    function (campaign seed 2119, program 854: an attention's last matmul read by a one-tap
+    one-channel convolution, 24 of the output's scale off on the portable Vulkan target)."""
+    done = _rewrite(module_op, "decompose")
+    if done:
+        Build.of_object(module_op).passmanager.PassManager.parse(
+            "builtin.module(inline, symbol-dce)", module_op.context).run(module_op)
+    return done
 
 
 def run(module_op: Any, pass_: Any = None) -> None:

@@ -43,7 +43,7 @@ from typing import Any
 
 from ..ir import Build
 from ._linalg import NAMED_REDUCTIONS, reduces, reduction_loops
-from ._source_fence import LEAVES, barrier, fence_value, ops_where
+from ._source_fence import LEAVES, barrier, fence_value
 
 NAME = "fence-reductions"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
@@ -211,17 +211,6 @@ def _over_unit_dims(op: Any, ir: Any) -> bool:
     return all(n == max(sizes) for n in out) and max(sizes) > 0
 
 
-def _inline_calls(module_op: Any) -> None:
-    """Inline private functions (lowerkit's attention, `lower-attention`) as IREE will: a
-    reduction they return has its readers in the caller, where a barrier cannot see them from
-    inside (campaign seed 2119, program 854: an attention's last matmul read by a one-tap
-    one-channel convolution, 24 of the output's scale off on the portable Vulkan target)."""
-    if ops_where(module_op, lambda op: op.name == "func.call"):
-        from iree.compiler import passmanager  # runs in IREE's build only
-        passmanager.PassManager.parse("builtin.module(inline, symbol-dce)",
-                                      module_op.context).run(module_op)
-
-
 def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
           cpu: bool = False) -> int:
     """Put a barrier after every reduction of the five kinds (and before an outer one), except
@@ -231,8 +220,6 @@ def fence(module_op: Any, storage_bits: "frozenset[int] | None" = None,
     ir = Build.of_object(module_op).ir
     bits = frozenset(storage_bits) if storage_bits is not None else frozenset((8, 16, 32, 64))
     found = []
-    if not cpu:
-        _inline_calls(module_op)
 
     def visit(op):
         kinds = reduction_loops(op)
