@@ -430,17 +430,19 @@ def _max_pool_with_indices(spatial: int) -> Callable:
         values, index = _separable_max(x, [inside for inside, _ in windows])
         if all(d == 1 for d in dilations):  # only a dilated window can miss the input
             return values, index
-        missed, starts = torch.zeros((), dtype=torch.bool, device=x.device), 0
+        missed, starts = None, 0
         for axis, (_, first) in enumerate(windows):
             shape = [-1] + [1] * (spatial - 1 - axis)
-            missed = missed | (first >= sizes[axis]).view(shape)
+            outside = (first >= sizes[axis]).view(shape)
+            missed = outside if missed is None else missed | outside
             starts = starts + first.view(shape) * math.prod(sizes[axis + 1:])
         return values.masked_fill(missed, -math.inf), torch.where(missed, starts, index)
     return decompose
 
 
 def _max_pool_values(with_indices: Any) -> Callable:
-    """``max_pool2d`` / ``3d`` (no indices) as the ``with_indices`` op kept whole."""
+    """``max_pool1d`` / ``2d`` / ``3d`` (no indices) as the ``with_indices`` op kept whole (the
+    1-D one is a composite of the 2-D op)."""
     def decompose(*args: Any, **kwargs: Any) -> Any:
         _MAX_POOL_VALUES_ONLY.on = True
         try:
@@ -895,6 +897,7 @@ def table() -> dict[Any, Callable]:
         aten._adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
         aten.adaptive_max_pool1d.default: _adaptive_max_pool1d,
         aten.adaptive_max_pool2d.default: _adaptive_max_pool2d,
+        aten.max_pool1d.default: _max_pool_values(aten.max_pool1d_with_indices.default),
         aten.max_pool2d.default: _max_pool_values(aten.max_pool2d_with_indices.default),
         aten.max_pool3d.default: _max_pool_values(aten.max_pool3d_with_indices.default),
         aten.max_pool2d_with_indices.default: _max_pool_with_indices(2),
