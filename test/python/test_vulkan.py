@@ -419,3 +419,19 @@ def test_float64_inputs_are_refused_on_the_portable_vulkan_target():
         lowerkit.compile(lambda x: x * 2, (torch.randn(3, dtype=torch.float64),), target="vulkan")
     assert lowerkit.target.Target.parse("vulkan:llvmpipe").float64
     assert not lowerkit.target.Target.parse("cpu+vulkan").float64
+
+
+# max_pool1d with indices is a 2-D pooling over unit rows; lowerkit's decomposition picked the
+# unit row with the flat index as carry after a dilated pick, and iree-compile failed on the
+# portable target ("'memref.store' op failed to verify", fuzz campaign seed 2120, program 92)
+def dilated_max_pool1d_values(a):  # a: [2, 64, 8] float32
+    return (F.max_pool1d(a, 2, stride=1, padding=1, dilation=2, return_indices=True)[0],)
+
+
+@pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
+def test_dilated_max_pooling_with_indices_over_unit_rows(target):
+    a = torch.randn(2, 64, 8, generator=torch.Generator().manual_seed(0))
+    a[0, 0, 3] = float("nan")
+    art = lowerkit.compile(dilated_max_pool1d_values, (a,), target=target, cache=False)
+    result = compare(art(a), dilated_max_pool1d_values(a))
+    assert result.ok, result.message

@@ -342,6 +342,11 @@ def _separable_max(x: torch.Tensor, wheres: list) -> tuple:
         if flat is None:
             values, flat, _ = _window_pick(values, dim, wheres[axis])
             continue
+        if isinstance(sizes[axis], int) and sizes[axis] == 1 and wheres[axis].shape[0] == 1:
+            # one window over one element (max_pool1d's unit rows): the pick is that element.
+            # Picked with the carry after a dilated pick, it failed iree-compile on portable
+            # Vulkan ("'memref.store' op failed to verify", fuzz campaign seed 2120 program 92)
+            continue
         inner = math.prod(sizes[axis + 1:])
         rows = torch.arange(sizes[axis], device=x.device).view([-1] + [1] * (spatial - 1 - axis))
         values, _, flat = _window_pick(values, dim, wheres[axis], flat + rows * inner)
