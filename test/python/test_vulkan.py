@@ -428,10 +428,9 @@ def dilated_max_pool1d_values(a):  # a: [2, 64, 8] float32
     return (F.max_pool1d(a, 2, stride=1, padding=1, dilation=2, return_indices=True)[0],)
 
 
-@pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
-def test_dilated_max_pooling_with_indices_over_unit_rows(target):
+def test_dilated_max_pooling_with_indices_over_unit_rows():
     a = torch.randn(2, 64, 8, generator=torch.Generator().manual_seed(0))
     a[0, 0, 3] = float("nan")
-    art = lowerkit.compile(dilated_max_pool1d_values, (a,), target=target, cache=False)
+    art = lowerkit.compile(dilated_max_pool1d_values, (a,), target="vulkan", cache=False)
     result = compare(art(a), dilated_max_pool1d_values(a))
     assert result.ok, result.message
