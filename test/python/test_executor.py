@@ -79,6 +79,19 @@ def test_resume_refuses_another_batchs_journal(tmp_path):
         run_items(EchoJob(), _items(2), journal=path, header={"run": {"seed": 2}}, resume=True)
 
 
+@pytest.mark.parametrize("now,dirty", [("b" * 40, False), ("a" * 40, True)])
+def test_resume_refuses_a_journal_of_other_code(tmp_path, now, dirty):
+    """A part run on other code (another commit, or uncommitted changes) would pass as the
+    commit the kept header names."""
+    path = tmp_path / "j.jsonl"
+    ran = {"run": {"seed": 1}, "lowerkit_commit": "a" * 40, "lowerkit_dirty": False}
+    run_items(EchoJob(), _items(2), journal=path, header=ran)
+    run_items(EchoJob(), _items(2), journal=path, header=ran, resume=True)  # the same code
+    with pytest.raises(JournalError, match="run at lowerkit commit a{40}"):
+        run_items(EchoJob(), _items(2), journal=path, resume=True,
+                  header={**ran, "lowerkit_commit": now, "lowerkit_dirty": dirty})
+
+
 def test_resume_runs_infrastructure_outcomes_again(tmp_path):
     path = tmp_path / "j.jsonl"
     header = {"run": {"job": "echo"}}

@@ -51,6 +51,13 @@ class Journal:
             raise JournalError(f"{self.path} is the journal of another batch: it ran "
                                f"{rows[0].get('run')}, this one is {self.header.get('run')}; "
                                "resume it with the same options, or write a new journal")
+        # the header (kept) names the code that ran: a part run on other code would pass as it
+        ran, now = rows[0].get("lowerkit_commit"), self.header.get("lowerkit_commit")
+        if ran and (ran != now or self.header.get("lowerkit_dirty")):
+            changed = " with changes" if self.header.get("lowerkit_dirty") else ""
+            raise JournalError(f"{self.path} was run at lowerkit commit {ran}; this is "
+                               f"{now or 'no commit'}{changed}: resume it from a checkout of "
+                               f"{ran[:10]}, or write a new journal")
         for row in rows[1:]:
             if "key" in row and "status" in row:
                 self.rows[row["key"]] = row
