@@ -8,10 +8,11 @@ import os
 from pathlib import Path
 
 from ..._version import __version__
+from ...errors import LowerkitError
 from .outcome import Item, Outcome, jsonable
 
 
-class JournalError(Exception):
+class JournalError(LowerkitError):
     """A journal that cannot be resumed (another run's, or not a journal)."""
 
 
