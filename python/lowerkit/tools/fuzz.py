@@ -860,18 +860,17 @@ def _op_pool(b, v):
     p = b.draw(st.integers(0, k // 2))
     ceil = b.draw(st.booleans())
     d2 = v.example.dim() == 4
-    choice = b.draw(st.sampled_from(["max_pool", "avg_pool", "adaptive", "max_pool_dilated",
-                                     "max_pool_indices"]))
+    # max pooling's indices: where each window's maximum (or NaN) lies, a pick among its
+    # elements, so only of an exact value (a last-bit difference would move it)
+    indices = ["max_pool_indices"] if v.exact else []
+    choice = b.draw(st.sampled_from(["max_pool", "avg_pool", "adaptive", "max_pool_dilated"]
+                                    + indices))
     nd = "2d" if d2 else "1d"
     if choice == "max_pool":
         return f"F.max_pool{nd}({x}, {k}, stride={s}, padding={p}, ceil_mode={ceil})", v.exact
     if choice == "max_pool_dilated":
         return f"F.max_pool{nd}({x}, {k}, stride={s}, padding={p}, dilation=2)", v.exact
     if choice == "max_pool_indices":
-        # where each window's maximum (or NaN) lies: a pick among its elements, so only of an
-        # exact value (a last-bit difference would move it)
-        if not v.exact:
-            return None
         dilation = b.draw(st.integers(1, 3))
         return (f"F.max_pool{nd}({x}, {k}, stride={s}, padding={p}, dilation={dilation}, "
                 f"ceil_mode={ceil}, return_indices=True)[1]"), True
@@ -880,10 +879,9 @@ def _op_pool(b, v):
         return (f"F.avg_pool{nd}({x}, {k}, stride={s}, padding={p}, ceil_mode={ceil}, "
                 f"count_include_pad={cip})", False)
     out = b.draw(st.sampled_from([1, 2, 3, 5, 7]))
-    op = b.draw(st.sampled_from(["adaptive_avg_pool", "adaptive_max_pool", "adaptive_max_index"]))
+    op = b.draw(st.sampled_from(["adaptive_avg_pool", "adaptive_max_pool"]
+                                + (["adaptive_max_index"] if v.exact else [])))
     if op == "adaptive_max_index":
-        if not v.exact:
-            return None
         return f"F.adaptive_max_pool{nd}({x}, {out}, return_indices=True)[1]", True
     return f"F.{op}{nd}({x}, {out})", op == "adaptive_max_pool" and v.exact
 
