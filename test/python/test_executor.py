@@ -119,3 +119,26 @@ def test_shards_split_the_items_once_each():
 def test_an_outcome_has_one_of_the_five_statuses():
     with pytest.raises(ValueError, match="status"):
         Outcome("k", "passed")
+
+
+class _EagerConvJob(EchoJob):
+    """An eager oneDNN convolution, on torch's threads (OpenMP)."""
+
+    def run(self, item: Item) -> Outcome:
+        import torch
+
+        x = torch.ones(1, 16, 4096)
+        y = torch.nn.functional.conv1d(x, torch.ones(16, 16, 3), padding=1)
+        return Outcome(item.key, "ok", "passed", data={"sum": float(y.sum())})
+
+
+def test_an_isolated_item_runs_after_the_parent_ran_openmp():
+    """``lowerkit fuzz`` runs each candidate op eagerly while it generates; a forked child then
+    inherited a libgomp pool without its threads and hung in its first parallel region."""
+    import torch
+
+    if torch.get_num_threads() < 2:
+        pytest.skip("one torch thread: no OpenMP pool to inherit")
+    _EagerConvJob().run(Item("parent", {}))  # the parent's OpenMP region
+    out = run_items(_EagerConvJob(), _items(2, timeout_s=60), InProcessExecutor(isolate=True))
+    assert [o.status for o in out] == ["ok", "ok"], [o.message for o in out]

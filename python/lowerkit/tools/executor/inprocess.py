@@ -16,6 +16,7 @@ import json
 import os
 import select
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -61,6 +62,16 @@ def _direct(job: Job, item: Item) -> Outcome:
         signal.signal(signal.SIGALRM, previous)
 
 
+def _no_inherited_openmp() -> None:
+    """In a forked child: torch's eager kernels on one thread. A parent that ran an OpenMP
+    region (``lowerkit fuzz`` runs each candidate op eagerly while it generates) leaves the
+    child a libgomp thread pool whose threads did not survive the fork, and the child's first
+    parallel region waited on them forever (a oneDNN ``conv1d``, seed 4242's third program)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
 def _forked(job: Job, item: Item) -> Outcome:
     """``run_one`` in a forked child (its own process group, its output in a log file)."""
     log = tempfile.NamedTemporaryFile(prefix="lowerkit-item-", suffix=".log", delete=False)
@@ -76,6 +87,7 @@ def _forked(job: Job, item: Item) -> Outcome:
             import faulthandler
 
             faulthandler.enable(file=log)  # a crash's Python stack goes to the item's log
+            _no_inherited_openmp()
             payload = json.dumps(run_one(job, item).to_row(), default=str).encode()
             view = memoryview(payload)
             while view:
