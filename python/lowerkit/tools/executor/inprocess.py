@@ -7,7 +7,8 @@ call). With ``isolate=True`` each item runs in a forked child of this process in
 segfault is that item's ``crash``, a hang of any kind its ``timeout``, at the price of each
 child's first-compile set-up (a process's first compile costs seconds). This process must not
 have run an item itself before it forks: a child inherits no thread pool (IREE's, MLIR's,
-OpenMP's), and one that needs them hangs.
+OpenMP's), and one that needs them hangs; torch's eager kernels, which the parent may have run
+(``lowerkit fuzz`` generates by running ops), run on one thread in the child.
 """
 
 from __future__ import annotations
