@@ -406,6 +406,30 @@ def test_eagers_own_nan_where_float64_has_an_infinity_is_not_held_against_lowerk
                                 output_tolerances(p)) is None
 
 
+# campaign seed 2120, program 407 on the portable Vulkan target, which computes float16 in float32
+FLOOR_OF_F16 = Program((InputSpec("a", (2, 2, 32, 16), torch.float16),),
+                       ("v1 = a.to(torch.float16)", "v2 = torch.log_softmax(v1, 1)",
+                        "v3 = torch.floor(v2 * 0.75)"), ("v3",), 35738)
+
+
+def test_a_float16_program_computed_in_float32_is_judged_against_float64():
+    """``floor(log_softmax(a) * 0.75)`` is -6.00025 before the floor at two elements: eager's
+    float16 rounds it to -6, float32 keeps it and floors to -7, as float64 does. The float64
+    evaluation used to run in float16 after the program's cast, and called float32 wrong."""
+    from lowerkit.tools.fuzz import as_accurate_as_eager, output_tolerances
+
+    args = FLOOR_OF_F16.make_inputs()
+    eager = FLOOR_OF_F16.function()(*args)
+    in_f32 = (torch.floor(torch.log_softmax(args[0].float(), 1) * 0.75).half(),)
+    assert (in_f32[0] != eager[0]).sum() == 2
+    why = as_accurate_as_eager(FLOOR_OF_F16, args, in_f32, eager, output_tolerances(FLOOR_OF_F16))
+    assert why is not None and "0 off where eager is 1 off" in why, why
+    # past AS_ACCURATE_AS_EAGER (3) times the floor's conditioning (1): wrong
+    off_by_four = (in_f32[0] - 4 * (in_f32[0] != eager[0]),)
+    assert as_accurate_as_eager(FLOOR_OF_F16, args, off_by_four, eager,
+                                output_tolerances(FLOOR_OF_F16)) is None
+
+
 def test_an_output_off_where_eager_is_exact_stays_wrong(monkeypatch):
     """Eager exact against float64 (quantised inputs, exact ops): any error is lowerkit's."""
     p = _program("torch.relu(a) * 0.5")
