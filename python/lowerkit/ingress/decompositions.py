@@ -49,6 +49,7 @@ turns them off, e.g. to compare against IREE's own lowering.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -298,6 +299,27 @@ def _adaptive_avg_pool2d(x: torch.Tensor, output_size: Any) -> Any:
                        torch.where(pos, math.inf, torch.where(neg, -math.inf, mean)))
 
 
+class _KeptWhole(threading.local):
+    """Whether, on this thread, a decomposition is calling the op it keeps whole: the table's
+    entry for that op must then step aside (``NotImplemented``) instead of decomposing the
+    call it was written to keep."""
+
+    on = False
+
+    @contextlib.contextmanager
+    def calling(self) -> Any:
+        before, self.on = self.on, True
+        try:
+            yield
+        finally:
+            self.on = before
+
+
+def _row_major_strides(sizes: Any) -> list:
+    """Each dim's stride in a contiguous tensor of ``sizes``: eager's flat pooling indices."""
+    return [math.prod(sizes[axis + 1:]) for axis in range(len(sizes))]
+
+
 def _window_pick(x: torch.Tensor, dim: int, where: torch.Tensor, carry: Any = None) -> tuple:
     """Max pooling along one dim, each output's window gathered from ``where`` ([out, k]
     positions along ``dim``; a window shorter than ``k`` repeats one of its own elements, which
@@ -336,6 +358,7 @@ def _separable_max(x: torch.Tensor, wheres: list) -> tuple:
     iree-compile over dynamic sizes ("'tensor.dim' op unexpected during shape cleanup")."""
     spatial = len(wheres)
     sizes = x.shape[x.dim() - spatial:]
+    strides = _row_major_strides(sizes)
     values, flat = x, None
     for axis in reversed(range(spatial)):
         dim = x.dim() - spatial + axis
@@ -347,9 +370,8 @@ def _separable_max(x: torch.Tensor, wheres: list) -> tuple:
             # Picked with the carry after a dilated pick, it failed iree-compile on portable
             # Vulkan ("'memref.store' op failed to verify", fuzz campaign seed 2120 program 92)
             continue
-        inner = math.prod(sizes[axis + 1:])
         rows = torch.arange(sizes[axis], device=x.device).view([-1] + [1] * (spatial - 1 - axis))
-        values, _, flat = _window_pick(values, dim, wheres[axis], flat + rows * inner)
+        values, _, flat = _window_pick(values, dim, wheres[axis], flat + rows * strides[axis])
     return values, flat
 
 
@@ -382,7 +404,7 @@ def _adaptive_max_pool2d(x: torch.Tensor, output_size: Any) -> Any:
     return _adaptive_max_pool(x, output_size, 2)
 
 
-_MAX_POOL_VALUES_ONLY = threading.local()  # .on while `_max_pool_values` calls the op it keeps
+_MAX_POOL_VALUES_ONLY = _KeptWhole()  # on while `_max_pool_values` calls the op it keeps
 
 
 def _pool_windows(size: Any, kernel: int, stride: int, pad: int, dilation: int,
@@ -418,7 +440,7 @@ def _max_pool_with_indices(spatial: int) -> Callable:
     flat index of its dims' adjusted starts, put in after the separable pick."""
     def decompose(x: torch.Tensor, kernel_size: Any, stride: Any = (), padding: Any = 0,
                   dilation: Any = 1, ceil_mode: bool = False) -> Any:
-        if getattr(_MAX_POOL_VALUES_ONLY, "on", False) or not x.dtype.is_floating_point \
+        if _MAX_POOL_VALUES_ONLY.on or not x.dtype.is_floating_point \
                 or x.dim() not in (spatial + 1, spatial + 2) or x.numel() == 0:
             return NotImplemented
 
@@ -436,11 +458,11 @@ def _max_pool_with_indices(spatial: int) -> Callable:
         if all(d == 1 for d in dilations):  # only a dilated window can miss the input
             return values, index
         missed, starts = None, 0
-        for axis, (_, first) in enumerate(windows):
+        for axis, ((_, first), inner) in enumerate(zip(windows, _row_major_strides(sizes))):
             shape = [-1] + [1] * (spatial - 1 - axis)
             outside = (first >= sizes[axis]).view(shape)
             missed = outside if missed is None else missed | outside
-            starts = starts + first.view(shape) * math.prod(sizes[axis + 1:])
+            starts = starts + first.view(shape) * inner
         return values.masked_fill(missed, -math.inf), torch.where(missed, starts, index)
     return decompose
 
@@ -449,11 +471,8 @@ def _max_pool_values(with_indices: Any) -> Callable:
     """``max_pool1d`` / ``2d`` / ``3d`` (no indices) as the ``with_indices`` op kept whole (the
     1-D one is a composite of the 2-D op)."""
     def decompose(*args: Any, **kwargs: Any) -> Any:
-        _MAX_POOL_VALUES_ONLY.on = True
-        try:
+        with _MAX_POOL_VALUES_ONLY.calling():
             return with_indices(*args, **kwargs)[0]
-        finally:
-            _MAX_POOL_VALUES_ONLY.on = False
     return decompose
 
 
@@ -647,7 +666,7 @@ def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None) -> Any:
     return mean + std * noise
 
 
-_SDPA_MASK_READY = threading.local()  # .on while _sdpa calls the op it keeps whole
+_SDPA_MASK_READY = _KeptWhole()  # on while _sdpa calls the op it keeps whole
 
 
 def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Any = None,
@@ -673,7 +692,7 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
         and all(t.numel() > 0 for t in tensors)
     )
     if whole:
-        if attn_mask is None or getattr(_SDPA_MASK_READY, "on", False):
+        if attn_mask is None or _SDPA_MASK_READY.on:
             return NotImplemented
         if attn_mask.dtype == torch.bool:
             dead = attn_mask.logical_not().all(-1, keepdim=True)
@@ -682,12 +701,9 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
         else:
             dead = torch.isneginf(attn_mask).all(-1, keepdim=True)
             additive = attn_mask
-        _SDPA_MASK_READY.on = True  # the call below is the op kept whole, not decomposed again
-        try:
+        with _SDPA_MASK_READY.calling():  # the op kept whole, not decomposed again
             out = aten.scaled_dot_product_attention.default(query, key, value, additive, 0.0,
                                                              False, scale=scale)
-        finally:
-            _SDPA_MASK_READY.on = False
         return out.masked_fill(dead, 0.0)
     if attn_mask is not None and attn_mask.dtype == torch.bool:
         # the math kernel adds its mask: a bool one must first become 0 / -inf, as
