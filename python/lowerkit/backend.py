@@ -16,6 +16,7 @@ The backend is found by name through the ``torch_dynamo_backends`` entry point, 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
@@ -27,6 +28,7 @@ import torch
 
 from . import api
 from .errors import LowerkitError
+from .ingress import decompositions
 from .ingress.graph import import_graph
 from .ingress.importer import decomposition_table
 from .runtime.verify import verified
@@ -173,6 +175,28 @@ def _constants_for(g: torch.fx.GraphModule) -> list[int] | None:
     return replace_params_with_constants(g, context.params_flat, context.fw_metadata)
 
 
+@contextlib.contextmanager
+def _composites_as_export_keeps_them(example_inputs: Sequence[Any]) -> Any:
+    """The decomposition table for ``aot_autograd``; for an inference graph, with the functional
+    composite (CompositeImplicitAutograd) ops kept whole as ``run_decompositions`` keeps them on
+    `lowerkit.compile`'s path, so that both front ends give torch-mlir the same ops: the
+    dispatcher decomposed ``fft_rfft``, ``stft`` and ``linalg_slogdet`` into ops torch-mlir
+    cannot lower (``_fft_r2c``, ``_linalg_slogdet``), where it lowers the composites (torch-mlir's
+    e2e ``AtenFftRfft*``, ``AtenStft*``, ``SignAndLogarithmOfDeterminant*``). A graph that needs
+    gradients decomposes them all: a kept composite has no derivative for the joint graph."""
+    table = decomposition_table()
+    training = torch.is_grad_enabled() and any(
+        isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
+    if training:
+        yield table
+        return
+    from torch.export.exported_program import (_override_composite_implicit_decomp,
+                                               _split_decomp_table_to_cia_and_python_decomp)
+    composites, table = _split_decomp_table_to_cia_and_python_decomp(table)
+    with _override_composite_implicit_decomp(composites):
+        yield table
+
+
 def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict | None = None,
             mode: str | None = None) -> Callable:
     """The ``torch.compile`` backend: Dynamo's graph through ``aot_autograd`` into lowerkit."""
@@ -199,14 +223,16 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
             return call
         return compile_one
 
-    aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                       inference_compiler=compiler("inference"),
-                       decompositions=decomposition_table())
-    if not frozen:
-        return aot(gm, example_inputs)
-    kept_inputs = [i for i in range(len(example_inputs)) if i not in set(frozen)]
-    compiled = aot(_as_module_state(gm, example_inputs, frozen),
-                   [example_inputs[i] for i in kept_inputs])
+    decompositions.aten_for_prims(gm.graph)
+    gm.recompile()
+    with _composites_as_export_keeps_them(example_inputs) as table:
+        aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                           inference_compiler=compiler("inference"), decompositions=table)
+        if not frozen:
+            return aot(gm, example_inputs)
+        kept_inputs = [i for i in range(len(example_inputs)) if i not in set(frozen)]
+        compiled = aot(_as_module_state(gm, example_inputs, frozen),
+                       [example_inputs[i] for i in kept_inputs])
 
     def call_frozen(*args: Any) -> Any:
         return compiled(*[args[i] for i in kept_inputs])

@@ -440,3 +440,68 @@ def _check_scalars_from_data(compiled):
         assert [type(v) for v in got] == [type(v) for v in want]
         assert got[1:3] == want[1:3] and got[5] == want[5]
         assert got[3] == pytest.approx(want[3], rel=1e-6)
+
+
+def _composites(x, m):
+    spectrum = torch.fft.rfft(x, dim=-1)
+    frames = torch.stft(x[0], n_fft=8, hop_length=2, window=torch.hann_window(8),
+                        return_complex=True)
+    sign, logdet = torch.linalg.slogdet(m)
+    return torch.view_as_real(spectrum), torch.view_as_real(frames), sign, logdet
+
+
+def test_composites_that_torch_mlir_lowers_whole_reach_it_whole():
+    """An inference graph keeps the composites ``torch.export`` keeps (``fft_rfft``, ``stft``,
+    ``linalg_slogdet``): decomposed by the dispatcher they became ``_fft_r2c`` and
+    ``_linalg_slogdet``, which torch-mlir cannot lower (torch-mlir's e2e ``AtenFftRfft*``,
+    ``AtenStft*``, ``SignAndLogarithmOfDeterminant*``)."""
+    torch.manual_seed(0)
+    x, m = torch.randn(2, 32), torch.randn(3, 4, 4)
+    with torch.no_grad():
+        got = torch.compile(_composites, backend=backend.backend,
+                            options={"strict": True})(x, m)
+    result = compare(got, _composites(x, m))
+    assert result.ok, result.message
+    assert [r.ran for r in backend.graphs()] == ["lowerkit"]
+
+
+def test_a_composite_in_a_training_graph_is_decomposed_for_its_gradient():
+    """Kept whole, a composite has no derivative in the joint graph: a graph that needs
+    gradients decomposes them all (here ``linear`` and ``layer_norm``)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.LayerNorm(8))
+    x, weights = torch.randn(4, 6), torch.randn(4, 8)
+    # a weighted sum: the sum of a normalised row's squares is constant, its gradient all
+    # cancellation
+    compiled = torch.compile(model, backend=backend.backend, options={"strict": True})
+    (compiled(x) * weights).sum().backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    (model(x) * weights).sum().backward()
+    for g, want in zip(got, (p.grad for p in model.parameters())):
+        assert compare(g, want).ok
+    assert [r.kind for r in backend.graphs()] == ["forward", "backward"]
+
+
+def _prims_and_numbers(x):
+    prims = torch.ops.prims
+    squeezed = prims.squeeze(x, [1])
+    return squeezed * 2, prims.view_of(x) + 1, prims.split_dim(squeezed, 1, 3)
+
+
+def test_prims_views_and_num_to_tensor_through_the_backend():
+    """Dynamo's graph calls prims' views by their packets, with keywords: ``aot_autograd``
+    refused them as non-ATen ops whose output aliases an input; ``prim.NumToTensor`` came out
+    without tensor metadata (torch-mlir's e2e ``Prims*``, ``SplitDim*``, ``NumToTensor*``)."""
+    x = torch.rand(2, 1, 6, 3)
+    with torch.no_grad():
+        got = torch.compile(_prims_and_numbers, backend=backend.backend,
+                            options={"strict": True})(x)
+        result = compare(got, _prims_and_numbers(x))
+        assert result.ok, result.message
+        for number in (3, 2.5, True):
+            torch._dynamo.reset()
+            out = torch.compile(lambda: torch.ops.prim.NumToTensor(number),
+                                backend=backend.backend, options={"strict": True})()
+            want = torch.ops.prim.NumToTensor(number)
+            assert out.dtype == want.dtype and out.item() == want.item(), (number, out)

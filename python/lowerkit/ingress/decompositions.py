@@ -887,22 +887,40 @@ def _prims_prod(x: torch.Tensor, dims: Any, *, output_dtype: Any = None) -> Any:
     return y
 
 
-def aten_views_for_prims(graph: torch.fx.Graph) -> None:
+def aten_for_prims(graph: torch.fx.Graph) -> None:
     """Each of prims' views (``squeeze``, ``view_of``, ``split_dim``) made its ATen twin in
     place: ``run_decompositions`` refuses a non-ATen op whose output aliases its input before
-    any table is consulted (torch-mlir's e2e ``PrimsSqueeze*``, ``PrimsViewOf*``,
-    ``SplitDim*``)."""
-    prims = torch.ops.prims
+    any table is consulted, and so does ``aot_autograd`` (torch-mlir's e2e ``PrimsSqueeze*``,
+    ``PrimsViewOf*``, ``SplitDim*``). TorchScript's ``prim.NumToTensor`` becomes
+    ``scalar_tensor`` of the number's dtype: under ``aot_autograd`` its result had no tensor
+    metadata to import (``NumToTensor*Module``)."""
+    prims, prim = torch.ops.prims, torch.ops.prim
     for node in graph.nodes:
         if node.op != "call_function":
             continue
-        if node.target is prims.squeeze.default:
-            node.target = aten.squeeze.dims
-        elif node.target is prims.view_of.default:
-            node.target = aten.alias.default
-        elif node.target is prims.split_dim.default:
-            x, dim, outer = node.args
-            node.target, node.args = aten.unflatten.int, (x, dim, [outer, -1])
+        # an exported graph calls the overload, Dynamo's graph the packet
+        target = getattr(node.target, "default", getattr(node.target, "Scalar", node.target))
+        if target not in (prims.squeeze.default, prims.view_of.default,
+                          prims.split_dim.default, prim.NumToTensor.Scalar):
+            continue
+        # positional, by prims' own argument names (Dynamo's graph may pass keywords)
+        names = [a.name for a in target._schema.arguments]
+        args = list(node.args) + [node.kwargs[n] for n in names[len(node.args):]]
+        kwargs = {}
+        if target is prims.squeeze.default:
+            target = aten.squeeze.dims
+        elif target is prims.view_of.default:
+            target = aten.alias.default
+        elif target is prims.split_dim.default:
+            x, dim, outer = args
+            target, args = aten.unflatten.int, [x, dim, [outer, -1]]
+        else:
+            number = args[0].meta.get("example_value", args[0].meta.get("val")) \
+                if isinstance(args[0], torch.fx.Node) else args[0]
+            kwargs["dtype"] = torch.bool if isinstance(number, (bool, torch.SymBool)) else \
+                torch.int64 if isinstance(number, (int, torch.SymInt)) else torch.float64
+            target = aten.scalar_tensor.default
+        node.target, node.args, node.kwargs = target, tuple(args), kwargs
 
 
 def table() -> dict[Any, Callable]:

@@ -138,7 +138,7 @@ def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedP
             # torch 2.13's own deepcopy of its tree specs warns on every compile; not the user's
             warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`",
                                     category=FutureWarning)
-            decompositions.aten_views_for_prims(exported.graph)
+            decompositions.aten_for_prims(exported.graph)
             decomposed = exported.run_decompositions(decomposition_table())
         symbolic_scalars.rewrite(decomposed.graph)
         return decomposed
