@@ -25,7 +25,8 @@ _EXPORTS = {
     "CompileCache": "cache",
     "Build": "ir", "op_histogram": "ir",
     "Diagnostic": "diagnostics",
-    "IngressError": "errors", "InputError": "errors", "LowerkitError": "errors",
+    "DeviceLostError": "errors", "IngressError": "errors", "InputError": "errors",
+    "LowerkitError": "errors",
     "OpDiagnostic": "errors", "PipelineError": "errors", "RegistryError": "errors",
     "StageError": "errors", "TargetError": "errors", "UnsupportedError": "errors",
     "VerificationError": "errors",
@@ -81,9 +82,9 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .cache import CompileCache
     from .diagnostics import Diagnostic
     from .dialects.irdl import IRDLDialect, load_dialect
-    from .errors import (IngressError, InputError, LowerkitError, OpDiagnostic, PipelineError,
-                         RegistryError, StageError, TargetError, UnsupportedError,
-                         VerificationError)
+    from .errors import (DeviceLostError, IngressError, InputError, LowerkitError,
+                         OpDiagnostic, PipelineError, RegistryError, StageError, TargetError,
+                         UnsupportedError, VerificationError)
     from .ingress.importer import ImportedProgram, import_program
     from .ingress.signature import CallSignature, Constant, TensorSpec
     from .ir import Build, op_histogram

@@ -75,6 +75,11 @@ class TargetError(LowerkitError, ValueError):
     """An unknown or unusable target, or a runtime driver that is not available."""
 
 
+class DeviceLostError(LowerkitError):
+    """A GPU device was lost (Vulkan's ``VK_ERROR_DEVICE_LOST``). lowerkit drops it, and the next
+    call opens a fresh one; what lived on the lost device (``keep_on_device`` results) is gone."""
+
+
 class PipelineError(LowerkitError, ValueError):
     """A pipeline was asked for a stage it does not have (``until=``, ``--until``)."""
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import LowerkitError, TargetError
+from ..errors import DeviceLostError, LowerkitError, TargetError
 
 # torch dtype -> (numpy dtype used for the host copy, IREE element type name)
 _ELEMENT_TYPES = {
@@ -77,6 +77,7 @@ class Executable:
         self.widen = widen or {}
         self._lock = threading.Lock()
         self._loaded: tuple | None = None
+        self._generation = 0  # which of its driver's devices it was loaded on (`forget_device`)
         self._host_path = _HostPath(self) if driver == "local-task" else None  # issue 7
 
     def _load(self) -> tuple:
@@ -87,6 +88,7 @@ class Executable:
                 f"IREE runtime driver '{self.driver}' is not available in this build; "
                 f"available: {', '.join(available_drivers())}"
             )
+        generation = _GENERATIONS.get(self.driver, 0)
         device = open_device(self.driver)
         _LIVE.add(self)
         instance = rt.VmInstance()
@@ -98,6 +100,9 @@ class Executable:
         try:
             context = rt.VmContext(instance, modules=modules)
         except Exception as e:
+            if device_lost(e):  # loading runs the module's initializers on the device
+                forget_device(self.driver, device)
+                raise
             if self.weights is not None and "parameter" in str(e).lower():
                 raise LowerkitError(
                     f"the compiled program could not load its weights (IREE parameters) on "
@@ -110,20 +115,55 @@ class Executable:
         fn = module.lookup_function(self.function)
         if fn is None:
             raise LowerkitError(f"the compiled module has no function '{self.function}'")
+        self._generation = generation
         return rt, device, context, fn
 
     @property
     def loaded(self) -> tuple:
-        if self._loaded is None:
+        """(rt, device, context, function), loaded at first use and again after its device
+        was lost (`forget_device`)."""
+        loaded = self._loaded
+        if loaded is None or self._generation != _GENERATIONS.get(self.driver, 0):
             with self._lock:
-                if self._loaded is None:
+                if self._loaded is None or self._generation != _GENERATIONS.get(self.driver, 0):
+                    self._loaded = None
                     self._loaded = self._load()
-        return self._loaded
+                loaded = self._loaded
+        return loaded
+
+    def forget_lost_device(self) -> None:
+        """Drop this program's contexts and, for every program, the lost device they ran on."""
+        with self._lock:
+            loaded, self._loaded = self._loaded, None
+        if loaded is not None:
+            forget_device(self.driver, loaded[1])
 
     def invoke(self, tensors: list["torch.Tensor | int"], n_results: int) -> list[torch.Tensor]:
         """Call the program with tensors (and ints, for its scalar arguments).
 
-        Every input is copied into a buffer of IREE's: IREE may compute in place in an
+        A call that loses its device (Vulkan's VK_ERROR_DEVICE_LOST: every later call on that
+        device fails too) runs once more on a fresh device: inputs are copied per call, so
+        the retry computes what the first call would have. A second loss raises
+        DeviceLostError."""
+        try:
+            return self._invoke(tensors, n_results)
+        except Exception as e:
+            if not device_lost(e):
+                raise
+            self.forget_lost_device()
+        try:
+            return self._invoke(tensors, n_results)
+        except Exception as e:
+            if not device_lost(e):
+                raise
+            self.forget_lost_device()
+            raise DeviceLostError(
+                f"the '{self.driver}' device was lost running this program, and again on a "
+                f"fresh device: the program itself may be what loses it; the next call opens "
+                f"another device. {e}") from e
+
+    def _invoke(self, tensors: list["torch.Tensor | int"], n_results: int) -> list[torch.Tensor]:
+        """One call: every input is copied into a buffer of IREE's: IREE may compute in place in an
         argument's buffer (a sort of its input did), so handing it the caller's memory
         (DLPack) would write into the caller's tensors; and a result may come back in an
         argument's buffer, which is then lowerkit's copy, never the caller's tensor."""
@@ -400,6 +440,8 @@ def usable_drivers() -> list[str]:
 # One device per driver, so that tensors left on a device by one artifact can feed another.
 _DEVICES: dict[str, Any] = {}
 _DEVICES_LOCK = threading.Lock()
+# driver -> how many of its devices were lost: what loaded on an older one loads again
+_GENERATIONS: dict[str, int] = {}
 _LIVE: "weakref.WeakSet[Executable]" = weakref.WeakSet()
 # Tensors left on a device: their buffers must go before the device does at exit.
 _RESIDENT: "weakref.WeakSet[DeviceTensor]" = weakref.WeakSet()
@@ -421,6 +463,27 @@ def open_device(driver: str) -> Any:
                     f"could not open a device for IREE driver '{driver}'{hint}: {e}") from e
             _DEVICES[driver] = device
         return device
+
+
+def device_lost(error: BaseException | None) -> bool:
+    """Whether an IREE error (or one it caused) says its device was lost."""
+    for _ in range(8):
+        if error is None:
+            return False
+        if "DEVICE_LOST" in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def forget_device(driver: str, device: Any) -> None:
+    """Drop a lost device: the next `open_device` opens a fresh one, and every executable or
+    device tensor of the lost one sees its generation is old. A device already replaced (by
+    another program that saw the same loss first) is left alone."""
+    with _DEVICES_LOCK:
+        if _DEVICES.get(driver) is device:
+            del _DEVICES[driver]
+            _GENERATIONS[driver] = _GENERATIONS.get(driver, 0) + 1
 
 
 @atexit.register
@@ -469,7 +532,14 @@ class DeviceTensor:
         self.view = view
         self.driver = driver
         self.dtype = dtype
+        self.generation = _GENERATIONS.get(driver, 0)  # of the device it lives on
         _RESIDENT.add(self)
+
+    def _check_alive(self) -> None:
+        if self.generation != _GENERATIONS.get(self.driver, 0):
+            raise DeviceLostError(
+                f"this tensor was kept on a '{self.driver}' device that was lost since: its "
+                f"contents are gone; compute it again")
 
     @property
     def shape(self) -> torch.Size:
@@ -482,7 +552,17 @@ class DeviceTensor:
         """Copy to a host torch tensor (of ``dtype``, also when the device holds it widened)."""
         import iree.runtime as rt
 
-        t = Executable._to_torch(rt, open_device(self.driver), self.view)
+        self._check_alive()
+        device = open_device(self.driver)
+        try:
+            t = Executable._to_torch(rt, device, self.view)
+        except Exception as e:
+            if not device_lost(e):
+                raise
+            forget_device(self.driver, device)
+            raise DeviceLostError(
+                f"the '{self.driver}' device was lost: this tensor's contents are gone; the next "
+                f"call opens a fresh device. {e}") from e
         if t.dtype != self.dtype and t.dtype.itemsize > self.dtype.itemsize:
             return t.to(self.dtype)  # stored 32-bit by `widen-narrow-io`: exact values
         if t.dtype != self.dtype and t.dtype.itemsize == self.dtype.itemsize \
@@ -544,6 +624,7 @@ def invoke_resident(
         if type(v) is int:  # a dynamic size (ScalarSpec)
             args.push_int(v)
         elif isinstance(v, DeviceTensor):
+            v._check_alive()
             stored, want = _torch_dtype(rt, v.view.element_type), widen.get(v.dtype, v.dtype)
             if v.driver != executable.driver or stored.itemsize != want.itemsize \
                     or stored.is_floating_point != want.is_floating_point:
@@ -557,6 +638,11 @@ def invoke_resident(
     try:
         context.invoke(fn, args, results)
     except Exception as e:
+        if device_lost(e):  # not retried: device inputs of this call may be what was lost
+            executable.forget_lost_device()
+            raise DeviceLostError(
+                f"the '{executable.driver}' device was lost running this program: tensors kept "
+                f"on it are gone; the next call opens a fresh device. {e}") from e
         raise LowerkitError(
             f"the compiled program failed at run time on '{executable.driver}': {e}") from e
     out = []
