@@ -930,7 +930,8 @@ def run(fault: Fault) -> tuple[bool, float, str]:
     try:
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *fault.tests],
-            cwd=ROOT, env={**os.environ, "LOWERKIT_CACHE_DIR": "off", **fault.env},
+            cwd=ROOT, env={**os.environ, "LOWERKIT_CACHE_DIR": "off", "LOWERKIT_SLOW": "1",
+                          **fault.env},
             capture_output=True, text=True)
     finally:
         if path:

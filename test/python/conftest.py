@@ -72,8 +72,58 @@ def _missing_device(spec: str) -> str | None:
                      f"{spec!r} not run" for d in missing)
 
 
+def _target_params(item) -> list[str]:
+    """The target specs among a parametrized test's parameters ("cpu", "vulkan", ...)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return []
+    return [v for v in callspec.params.values() if isinstance(v, str)
+            and (v in {"cpu", "vulkan", "cuda"} or v.startswith(("cpu:", "vulkan:", "cuda:")))]
+
+
+def _llvmpipe_repeats_slow(items) -> None:
+    """A test that runs on another target too runs on ``vulkan:llvmpipe`` (Vulkan tuned to
+    lavapipe's device) only in the slow tier: the portable ``vulkan`` target runs the same
+    SPIR-V path on the same software device with less (32-bit storage, no int64), and CPU the
+    same passes; the fuzz campaigns and the tests written for llvmpipe alone keep it covered.
+    About 460 of the suite's 4150 test-seconds, to keep it under 20 minutes on 2 cores."""
+    groups: dict[tuple, set[str]] = {}
+    for item in items:
+        groups.setdefault((item.path, item.originalname), set()).update(_target_params(item))
+    for item in items:
+        targets = groups[(item.path, item.originalname)]
+        if "vulkan:llvmpipe" in _target_params(item) and len(targets) > 1:
+            item.add_marker(pytest.mark.slow)
+
+
+# Files whose every case is the point: each model, each named CPU (issue 20's compile matrix),
+# each planted fault's check.
+_ALL_CASES_BY_DEFAULT = {"test_zoo.py", "test_spine_models.py", "test_cpu_targets.py",
+                         "test_planted_faults.py"}
+CASES_BY_DEFAULT = 2
+
+
+def _further_cases_slow(items) -> None:
+    """A parametrized test runs its first two cases (in collection order, not counting the slow
+    ones) by default and the rest in the slow tier: on 2 cores the whole suite took 35 minutes
+    (4150 test-seconds, most of them cases of one regression on more shapes and dtypes), and
+    the budget is 20. ``LOWERKIT_SLOW=1`` (or ``-m slow``) runs every case; scripts/
+    planted_faults.py does, so each planted fault still meets all of its tests."""
+    seen: dict[tuple, int] = {}
+    for item in items:
+        if getattr(item, "callspec", None) is None or item.path.name in _ALL_CASES_BY_DEFAULT \
+                or item.get_closest_marker("slow"):
+            continue
+        key = (item.path, item.originalname)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > CASES_BY_DEFAULT:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_collection_modifyitems(config, items):
     selected = config.getoption("-m") or ""
+    _llvmpipe_repeats_slow(items)
+    _further_cases_slow(items)
     for item in items:
         for marker, env in OPT_IN.items():
             if marker in item.keywords and marker not in selected and not os.environ.get(env):

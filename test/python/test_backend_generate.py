@@ -102,6 +102,7 @@ def test_gpt2_generate_matches_eager_with_every_graph_in_lowerkit():
     check_generate(tiny_gpt2(), max_graphs=3)
 
 
+@pytest.mark.slow  # 80 s; test_backend.py runs graph breaks and dynamic sizes through the backend
 def test_gpt2_generate_dynamic_true_matches_eager_with_every_graph_in_lowerkit():
     """``dynamic=True``: prefill and decode, each dynamic from the start (two graphs); Dynamo
     passes Python floats (``math.pi`` in GPT-2's gelu) as 0-d float64 tensor inputs."""

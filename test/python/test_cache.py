@@ -198,6 +198,7 @@ def test_concurrent_processes_compile_once(tmp_path):
     assert len(list(tmp_path.glob("*/*.lkc"))) == 1
 
 
+@pytest.mark.slow  # 50 s: a pytest session in a child process
 def test_each_test_session_gets_a_fresh_cache_folder(tmp_path):
     """The suite's conftest gives a session (and its xdist workers) one new folder, removed at
     the end; an outer LOWERKIT_CACHE_DIR is left alone, and `off` stays off."""

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 FACTORY = """
 import torch
@@ -17,6 +19,7 @@ def good():
 """
 
 
+@pytest.mark.slow  # 70 s: three `lowerkit run` processes
 def test_run_says_when_the_table_comes_from_the_cache(tmp_path):
     f = tmp_path / "m.py"
     f.write_text(FACTORY)

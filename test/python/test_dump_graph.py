@@ -105,6 +105,7 @@ def zoo_dumps(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # with the next test, 57 s: dumps of two zoo models
 def test_every_stage_of_two_zoo_models_is_a_graph_in_model_explorers_format(zoo_dumps):
     for name, folder in zoo_dumps.items():
         index = json.loads((folder / "index.json").read_text())
@@ -136,6 +137,7 @@ def test_every_stage_of_two_zoo_models_is_a_graph_in_model_explorers_format(zoo_
         assert any("/" in g["id"] for g in sources["graphs"]), "dispatch functions inside executables"
 
 
+@pytest.mark.slow
 def test_layer_names_survive_to_the_flow_stage(zoo_dumps):
     """Ops fold by the model's modules from torch to flow: most dispatches sit in a layer named
     after a module path of the model."""

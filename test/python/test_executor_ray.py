@@ -61,6 +61,7 @@ def _check_faults(outcomes, faults: dict, items: list[Item]) -> dict:
     return {k: o for k, o in by.items() if faults.get(k) != "kill-worker-once" and k not in faults}
 
 
+@pytest.mark.slow  # 38 s; test_executor.py plants the same faults in process
 def test_every_item_gets_one_outcome_under_planted_faults(local_ray, tmp_path):
     faults = {"i02": "segfault", "i05": "hang", "i08": "raise", "i11": "kill-worker-once"}
     # only the hang has a time limit: the others may wait for a fresh worker's start

@@ -242,7 +242,8 @@ def test_concurrent_first_calls_load_once():
     assert len(outs) == 4 and all(compare(o, _f(x, y)).ok for o in outs)
 
 
-@pytest.mark.parametrize("driver", ["auto", "local-task"])
+# local-task is what "auto" starts on; forcing it is the slow tier's (22 s: a child process)
+@pytest.mark.parametrize("driver", ["auto", pytest.param("local-task", marks=pytest.mark.slow)])
 def test_outputs_alive_at_exit_do_not_crash_the_interpreter(tmp_path, driver):
     # CPU outputs are tensors over IREE's buffers; a module-level one is
     # released in the interpreter's final teardown, after lowerkit's atexit dropped the

@@ -62,6 +62,7 @@ def test_a_decoder_prefill_returns_its_dynamic_cache():
     assert result.ok, result.message
 
 
+@pytest.mark.slow  # 50 s; the prefill test feeds back one cache
 def test_one_compiled_decode_step_takes_each_steps_cache_for_20_tokens():
     model, cfg = _llama()
     ids = torch.randint(0, cfg.vocab_size, (1, 8))
