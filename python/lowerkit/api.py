@@ -40,6 +40,13 @@ def resolve_pipeline(pipeline: "str | Pipeline | None") -> Pipeline:
     raise TypeError(f"pipeline must be a registered name or a Pipeline, got {type(pipeline).__name__}")
 
 
+def default_weights(target: "str | Target") -> str:
+    """``"inline"`` for a target that runs on Vulkan, ``"external"`` otherwise (see `compile`)."""
+    from .target import Target
+
+    return "inline" if "vulkan" in Target.parse(target).runtime_drivers else "external"
+
+
 def compile(
     fn: Callable,
     args: Any = (),
@@ -55,7 +62,7 @@ def compile(
     device: str | None = None,
     verify: "bool | dict" = False,
     iree_phases: bool = False,
-    weights: str = "external",
+    weights: str | None = None,
 ) -> Artifact:
     """Import ``fn(*args, **kwargs)``, lower it through ``pipeline`` and compile it for ``target``.
 
@@ -70,12 +77,16 @@ def compile(
     ``iree_phases``: record the time and ops of each of IREE's phases for `Artifact.stage_table`
     (iree-compile prints every phase for it, which costs compile time: the README's
     compile-time table, column `phases`; a dump always records them).
-    ``weights``: ``"external"`` (the default) passes the model's parameters and buffers to the
-    compiled program as IREE parameters, read at load from the model's own tensors: the IR
-    and the vmfb hold code only, in-place changes to the weights are seen, and another
-    checkpoint reuses the code (`Artifact.bind_weights`). ``"inline"`` compiles them in as
-    constants.
+    ``weights``: ``"external"`` (the default, except on Vulkan) passes the model's parameters
+    and buffers to the compiled program as IREE parameters, read at load from the model's own
+    tensors: the IR and the vmfb hold code only, in-place changes to the weights are seen, and
+    another checkpoint reuses the code (`Artifact.bind_weights`). ``"inline"`` compiles them
+    in as constants: the default for a target with a Vulkan device, where IREE 3.13's loading
+    of parameters hung or lost lavapipe's device in about one load in ten
+    (benchmarks/vulkan_parameter_loads.py).
     """
+    if weights is None:
+        weights = default_weights(target)
     if verify:
         art = compile(fn, args, kwargs, target=target, pipeline=pipeline,
                       dynamic_shapes=dynamic_shapes, dump_dir=dump_dir, instruments=instruments,

@@ -140,18 +140,30 @@ def test_a_dump_shows_the_parameter_globals(tmp_path):
     assert '#stream.parameter.named<"model"::"conv.weight">' in text
 
 
+# Slow tier: IREE 3.13's parameter loading hung or lost lavapipe's device in about one load in
+# ten (benchmarks/vulkan_parameter_loads.py), which is why Vulkan defaults to inline weights;
+# a hang here stalled CI's suite past 90 minutes.
+@pytest.mark.slow
 def test_vulkan_reads_its_weights_as_parameters():
     from lowerkit.runtime.executable import usable_drivers
 
     if "vulkan" not in usable_drivers():
         pytest.skip("no Vulkan device (lavapipe) here")
     net = _net(0)
-    art = lowerkit.compile(net, ARGS, target="vulkan:llvmpipe", cache=False)
+    art = lowerkit.compile(net, ARGS, target="vulkan:llvmpipe", cache=False, weights="external")
     assert art.parameters
     _check(art, net)
     with torch.no_grad():
         net.conv.weight.mul_(0.5)
     _check(art, net)
+
+
+def test_vulkan_compiles_its_weights_in_by_default():
+    net = _net(0)
+    art = lowerkit.compile(net, ARGS, target="vulkan", cache=False)
+    assert not art.parameters
+    assert lowerkit.compile(net, ARGS, target="cpu+vulkan", cache=False).parameters == []
+    assert lowerkit.compile(net, ARGS, cache=False).parameters
 
 
 def test_cuda_compiles_its_weights_as_parameters():
