@@ -82,7 +82,7 @@ def compile(
     tensors: the IR and the vmfb hold code only, in-place changes to the weights are seen, and
     another checkpoint reuses the code (`Artifact.bind_weights`). ``"inline"`` compiles them
     in as constants: the default for a target with a Vulkan device, where IREE 3.13's loading
-    of parameters hung or lost lavapipe's device in about one load in ten
+    of parameters now and then hung or lost lavapipe's device
     (benchmarks/vulkan_parameter_loads.py).
     """
     if weights is None:

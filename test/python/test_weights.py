@@ -140,9 +140,9 @@ def test_a_dump_shows_the_parameter_globals(tmp_path):
     assert '#stream.parameter.named<"model"::"conv.weight">' in text
 
 
-# Slow tier: IREE 3.13's parameter loading hung or lost lavapipe's device in about one load in
-# ten (benchmarks/vulkan_parameter_loads.py), which is why Vulkan defaults to inline weights;
-# a hang here stalled CI's suite past 90 minutes.
+# Slow tier: IREE 3.13's parameter loading now and then hung or lost lavapipe's device
+# (benchmarks/vulkan_parameter_loads.py), which is why Vulkan defaults to inline weights; a
+# hang here stalled CI's suite past 90 minutes.
 @pytest.mark.slow
 def test_vulkan_reads_its_weights_as_parameters():
     from lowerkit.runtime.executable import usable_drivers

@@ -466,11 +466,13 @@ def open_device(driver: str) -> Any:
 
 
 def device_lost(error: BaseException | None) -> bool:
-    """Whether an IREE error (or one it caused) says its device was lost."""
+    """Whether an IREE error (or one it caused) says its device was lost: Vulkan's
+    VK_ERROR_DEVICE_LOST, or IREE's DATA_LOSS status, which a lost lavapipe device also gave
+    without naming Vulkan's code."""
     for _ in range(8):
         if error is None:
             return False
-        if "DEVICE_LOST" in str(error):
+        if "DEVICE_LOST" in str(error) or "DATA_LOSS" in str(error):
             return True
         error = error.__cause__ or error.__context__
     return False
