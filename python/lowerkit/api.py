@@ -85,6 +85,7 @@ def compile(
     of parameters now and then hung or lost lavapipe's device
     (benchmarks/vulkan_parameter_loads.py).
     """
+    defaulted = weights is None
     if weights is None:
         weights = default_weights(target)
     if verify:
@@ -101,11 +102,14 @@ def compile(
         return fingerprint(fn, args, kwargs, dynamic_shapes,
                            {"recipe": recipe, "weights": weights, "device": device})
 
-    return compile_imported(
+    art = compile_imported(
         lambda: import_program(fn, args, kwargs, dynamic_shapes, weights), target=target,
         pipeline=pipeline, title=title or getattr(fn, "__name__", "program"), dump_dir=dump_dir,
         instruments=instruments, iree_flags=iree_flags, cache=cache, device=device,
         iree_phases=iree_phases, fingerprint=program_fingerprint, weights_of=fn)
+    if defaulted and weights == "inline" and isinstance(fn, torch.nn.Module):
+        art.watch_inlined_weights(fn)  # the caller did not ask for a snapshot of them
+    return art
 
 
 def compile_imported(

@@ -507,3 +507,17 @@ def test_a_program_that_loses_a_fresh_device_too_raises_device_lost_error():
     executable._load = real_load
     with torch.no_grad():
         assert compare(art(x), layer(x)).ok  # the next call opens another device
+
+
+def test_both_ways_iree_reports_a_lost_device_are_recognised():
+    from lowerkit.runtime.executable import device_lost
+
+    assert device_lost(RuntimeError("queue.c:2867: DATA_LOSS; [vkSignalSemaphore] "
+                                    "VK_ERROR_DEVICE_LOST; while invoking native function"))
+    # what a lavapipe device lost in parameter loading gave (benchmarks/vulkan_parameter_loads.py)
+    inner = RuntimeError("Error creating vm context with modules: DATA_LOSS; while invoking "
+                         "native function hal.fence.await; while calling variadic import;")
+    outer = lowerkit.LowerkitError("the compiled program failed at run time on 'vulkan'")
+    outer.__cause__ = inner
+    assert device_lost(outer)
+    assert not device_lost(RuntimeError("INVALID_ARGUMENT; input 0 shape mismatch"))

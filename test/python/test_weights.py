@@ -209,3 +209,22 @@ def test_weights_of_other_dtypes_are_read_as_their_bytes(tmp_path):
         path = art.save(tmp_path / "mixed.lkart")  # the same bytes through an .irpa
         result = compare(lowerkit.Artifact.load(path)(x), net(x))
         assert result.ok, result.message
+
+
+def test_weights_compiled_in_by_default_changed_in_place_raise_instead_of_answering_old():
+    from lowerkit.runtime.executable import usable_drivers
+
+    if "vulkan" not in usable_drivers():
+        pytest.skip("no Vulkan device (lavapipe) here")
+    net = _net(0)
+    art = lowerkit.compile(net, ARGS, target="vulkan", cache=False)
+    _check(art, net)
+    with torch.no_grad():
+        net.conv.weight.mul_(0.5)
+    with pytest.raises(lowerkit.LowerkitError, match="changed in place since they were compiled"):
+        art(*ARGS)
+    snapshot = lowerkit.compile(net, ARGS, target="vulkan", cache=False, weights="inline")
+    _check(snapshot, net)
+    with torch.no_grad():
+        net.conv.weight.mul_(2.0)
+    snapshot(*ARGS)  # asked for by name: a snapshot, as documented

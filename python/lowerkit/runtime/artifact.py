@@ -55,6 +55,8 @@ class Artifact:
     # empty when they are compiled in
     parameters: list[ParameterSlot] = []
     _weights: WeightBinding | None = None
+    # weights compiled in by default (Vulkan) and their versions then: see watch_inlined_weights
+    _inlined: "tuple[list[torch.Tensor], tuple[int, ...]] | None" = None
 
     def __init__(
         self,
@@ -149,12 +151,27 @@ class Artifact:
         moved.cpu = self.cpu
         moved.parameters = self.parameters
         moved._weights = self._weights
+        moved._inlined = self._inlined
         moved.state = [t.clone() for t in self.state]
         return moved
+
+    def watch_inlined_weights(self, module: torch.nn.Module) -> None:
+        """Remember the versions of ``module``'s weights, compiled into this program without
+        the caller asking (Vulkan's default): a call after an in-place change raises instead
+        of answering with the old weights."""
+        tensors = [*module.parameters(), *module.buffers()]
+        self._inlined = (tensors, tuple(t._version for t in tensors))
 
     def __call__(self, *args: Any, keep_on_device: bool = False, **kwargs: Any) -> Any:
         """Run like the original model. With ``keep_on_device=True`` the outputs are
         `DeviceTensor`s left on the device, which later calls take as inputs."""
+        if self._inlined is not None:
+            tensors, versions = self._inlined
+            if tuple(t._version for t in tensors) != versions:
+                raise LowerkitError(
+                    "the model's weights changed in place since they were compiled into this "
+                    f"program (inline weights, the default on '{self.target.name}'): compile "
+                    "it again, or with weights='external' to read them at every load")
         plain = not kwargs and all(type(a) is torch.Tensor for a in args)
         if keep_on_device or (not plain and _has_device_tensor(args, kwargs)):
             if self.state:
