@@ -142,7 +142,7 @@ def test_a_dump_shows_the_parameter_globals(tmp_path):
 
 # Slow tier: IREE 3.13's parameter loading now and then hung or lost lavapipe's device
 # (benchmarks/vulkan_parameter_loads.py), which is why Vulkan defaults to inline weights; a
-# hang here stalled CI's suite past 90 minutes.
+# hang here is the likeliest cause of a CI suite that ran past 90 minutes.
 @pytest.mark.slow
 def test_vulkan_reads_its_weights_as_parameters():
     from lowerkit.runtime.executable import usable_drivers
