@@ -19,6 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
 
     import lowerkit
+    from lowerkit.api import default_weights
     from lowerkit.tools.check import check_program
 
     from ._factory import load_case
@@ -26,8 +27,11 @@ def main(args: argparse.Namespace) -> int:
     console = console_()
     case = load_case(args.model)
     with console.status(f"checking {case.name}"):
-        imported = lowerkit.import_program(case.fn, case.args, case.kwargs, case.dynamic_shapes)
         target = None if args.no_iree else lowerkit.Target.parse(args.target)
+        # the weights as compile(target=...) takes them: compiled in on Vulkan
+        weights = "external" if target is None else default_weights(target)
+        imported = lowerkit.import_program(case.fn, case.args, case.kwargs, case.dynamic_shapes,
+                                           weights)
         report = check_program(imported.module, lowerkit.resolve_pipeline(args.pipeline), target=target)
     if report.unsupported:
         console.print(report.table(title=f"{case.name}: {len(report.unsupported)} op(s) cannot be lowered"))
