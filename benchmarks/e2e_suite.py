@@ -44,7 +44,9 @@ by the golden value, so a golden ``0.0`` compares exactly here instead of dividi
 Missing optional imports of the suite are shimmed (see `install_shims`): ``multiprocess`` (only
 upstream's own pool runner uses it), ``torch_mlir._version`` (imported, unused, by
 ``test_suite/__init__.py``) and, when absent, ``torchvision``, whose tests then fail eagerly
-with a reason naming it (``eager-fails``).
+with a reason naming it (``eager-fails``). An installed torchvision whose C++ ops do not load
+(the registry's CUDA wheel beside the CPU torch) is imported after
+`lowerkit.zoo.ecosystem.patch_torchvision`; the tests that call its ops fail eagerly.
 """
 
 from __future__ import annotations
@@ -145,7 +147,14 @@ def install_shims() -> list[str]:
         shimmed.append("torch_mlir._version")
     if isinstance(sys.modules.get("torchvision"), _AbsentModule):
         shimmed.append("torchvision (absent: its tests fail eagerly)")  # shimmed before
-    elif importlib.util.find_spec("torchvision") is None:
+    elif importlib.util.find_spec("torchvision") is not None:
+        # the registry's CUDA wheel: its C++ ops do not load beside the CPU torch, so `import
+        # torchvision` needs their schemas first; tests that call those ops then fail eagerly
+        from lowerkit.zoo.ecosystem import patch_torchvision
+
+        if patch_torchvision():
+            shimmed.append("torchvision (C++ ops absent: nms, deform_conv2d fail eagerly)")
+    else:
         top = _AbsentModule("torchvision", SHIM_TORCHVISION)
         sys.modules["torchvision"] = top
         for sub in ("models", "ops", "transforms"):

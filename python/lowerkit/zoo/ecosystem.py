@@ -3,8 +3,8 @@ from small configs with random weights, at batch 1: the ecosystem zoo.
 
 Each factory imports its library when called, so lowerkit needs none of them; `ECOSYSTEM`
 names the entries beside the hand-written `lowerkit.zoo.ZOO`. Decoders and seq2seq models are
-built with ``use_cache=False``: by default they return a ``DynamicCache`` (``EncoderDecoderCache``),
-which lowerkit does not take as an output yet, so these entries test the model body.
+built with ``use_cache=False``, so these entries test the model body; their caches as outputs
+and inputs (a decode loop) are tested in ``test/python/test_transformers_caches.py``.
 
 torchvision on PyPI is a CUDA build: beside the CPU torch its C++ library does not load, and
 ``import torchvision`` (also from ``timm``, and from ``transformers`` wherever torchvision is
