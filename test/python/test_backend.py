@@ -431,6 +431,28 @@ def test_scalars_computed_from_data_stay_in_lowerkits_graph():
     assert {r.ran for r in backend.graphs()} == {"lowerkit"}, [r.reason for r in backend.graphs()]
 
 
+def _float_comparisons(a, b, x):
+    lhs, rhs, v = float(a), int(b), x.sum().item()
+    return (lhs >= rhs, lhs != rhs, lhs > rhs, v < 0.25, v <= lhs, rhs == v,
+            torch.tensor(lhs < rhs) & (x > v).any())
+
+
+def test_comparisons_with_a_float_read_from_data_stay_in_lowerkits_graph():
+    """``float(t) >= int(u)`` imports as ``aten.ge.float`` and kin, which torch-mlir's backend
+    contract refuses (torch-mlir's ``GeFloatIntModule``); lowerkit compares on 0-d tensors.
+    Values on both sides of each comparison, and ties."""
+    compiled = torch.compile(_float_comparisons, backend="lowerkit", options={"strict": True})
+    cases = [(0.5, 3, [0.1, -0.3]), (7.0, 7, [0.2, 0.05]), (-2.5, -3, [7.0, 0.0]),
+             (3.0, 2, [1.5, 1.5])]
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        for lhs, rhs, x in cases:
+            args = (torch.tensor(lhs, dtype=torch.float64), torch.tensor(rhs), torch.tensor(x))
+            got, want = compiled(*args), _float_comparisons(*args)
+            assert [bool(g) for g in got] == [bool(w) for w in want], (lhs, rhs, x)
+            assert [type(g) for g in got] == [type(w) for w in want]
+    assert {r.ran for r in backend.graphs()} == {"lowerkit"}, [r.reason for r in backend.graphs()]
+
+
 def _check_scalars_from_data(compiled):
     for seed in (0, 1, 2):
         torch.manual_seed(seed)

@@ -7,6 +7,11 @@ such scalars, but not ``sym_float``, ``**`` or ``math.trunc``/``floor``/``ceil``
 "FIX ME: Unimplemented call_function" or "Unsupported builtin function for symbolic types".
 ``sym_float`` becomes ``aten.Float.Scalar``, the importer's own conversion; the rest is computed
 on a 0-d float64 tensor and read back, which every target lowers.
+
+Comparisons with a float on either side (``float(t) >= int(u)`` under Dynamo's
+``capture_scalar_outputs``) import as ``aten.ge.float`` and kin, which torch-mlir's backend
+contract does not legalize; they are compared on 0-d float64 tensors too. An int past 2**53
+compared with a float is then rounded first, where Python compares exactly.
 """
 
 from __future__ import annotations
@@ -27,6 +32,15 @@ _ON_A_TENSOR = {
     math.ceil: aten.ceil.default,
     math.sqrt: aten.sqrt.default,
 }
+# comparisons, rewritten only where a float takes part (the importer lowers int ones)
+_COMPARED_ON_A_TENSOR = {
+    operator.eq: aten.eq.Tensor,
+    operator.ne: aten.ne.Tensor,
+    operator.lt: aten.lt.Tensor,
+    operator.le: aten.le.Tensor,
+    operator.gt: aten.gt.Tensor,
+    operator.ge: aten.ge.Tensor,
+}
 
 
 def describe(node: torch.fx.Node, example: torch.Tensor) -> None:
@@ -42,6 +56,11 @@ def _symbolic(arg: Any) -> bool:
         isinstance(arg.meta.get("val"), (torch.SymInt, torch.SymFloat))
 
 
+def _a_float(arg: Any) -> bool:
+    value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+    return isinstance(value, (float, torch.SymFloat))
+
+
 def rewrite(graph: torch.fx.Graph) -> None:
     """Each unimportable scalar op over a size made importable, in place."""
     for node in list(graph.nodes):
@@ -50,13 +69,20 @@ def rewrite(graph: torch.fx.Graph) -> None:
         if node.target is torch.sym_float:
             node.target = aten.Float.Scalar
         elif node.target in _ON_A_TENSOR:
-            _on_a_tensor(graph, node)
+            _on_a_tensor(graph, node, _ON_A_TENSOR[node.target])
+        elif node.target in _COMPARED_ON_A_TENSOR and any(_a_float(a) for a in node.args):
+            _on_a_tensor(graph, node, _COMPARED_ON_A_TENSOR[node.target])
 
 
-def _on_a_tensor(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
-    """``f(a, ...)`` -> ``f(tensor(a), ...).item()``, cast to the int or float it was."""
+def _on_a_tensor(graph: torch.fx.Graph, node: torch.fx.Node, op: Any) -> None:
+    """``f(a, ...)`` -> ``op(tensor(a), ...).item()``, as the int, float or bool it was."""
     result = node.meta.get("val")
-    dtype = torch.int64 if isinstance(result, (int, torch.SymInt)) else torch.float64
+    if isinstance(result, (bool, torch.SymBool)):
+        dtype = torch.bool
+    elif isinstance(result, (int, torch.SymInt)):
+        dtype = torch.int64
+    else:
+        dtype = torch.float64
     example = torch.empty((), dtype=torch.float64)
     with graph.inserting_before(node):
         operands = []
@@ -65,12 +91,14 @@ def _on_a_tensor(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
                                          {"dtype": torch.float64})
             describe(tensor, example)
             operands.append(tensor)
-        value = graph.call_function(_ON_A_TENSOR[node.target], tuple(operands))
-        describe(value, example)
-        if dtype != torch.float64:
+        value = graph.call_function(op, tuple(operands))
+        describe(value, torch.empty((), dtype=torch.bool) if dtype == torch.bool else example)
+        if dtype not in (torch.float64, torch.bool):
             value = graph.call_function(aten._to_copy.default, (value,), {"dtype": dtype})
             describe(value, torch.empty((), dtype=dtype))
-        read = graph.call_function(aten._local_scalar_dense.default, (value,))
+        # the importer reads a bool tensor's item as an int (`aten.Int.Tensor`): ask for a bool
+        read = graph.call_function(aten.Bool.Tensor if dtype == torch.bool
+                                   else aten._local_scalar_dense.default, (value,))
     read.meta["val"] = result
     node.replace_all_uses_with(read)
     graph.erase_node(node)
