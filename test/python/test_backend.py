@@ -453,6 +453,24 @@ def test_comparisons_with_a_float_read_from_data_stay_in_lowerkits_graph():
     assert {r.ran for r in backend.graphs()} == {"lowerkit"}, [r.reason for r in backend.graphs()]
 
 
+def _bools_read_from_data(m, x):
+    return bool(m), (x.sum() > 0).item(), x * (x.max() < 1).item()
+
+
+def test_bools_read_from_data_stay_in_lowerkits_graph():
+    """A bool tensor's item (``bool(t)``) imports as ``aten.Int.Tensor`` typed ``!torch.bool``,
+    which fails to verify, and Dynamo range-checks it with ``sym_ite``, which torch-mlir's
+    importer does not know (torch-mlir's ``TensorToBool`` tests)."""
+    compiled = torch.compile(_bools_read_from_data, backend="lowerkit", options={"strict": True})
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        for m, x in ((True, [0.5, -0.2]), (False, [-1.0, 0.5]), (True, [2.0, 0.1])):
+            args = (torch.tensor([[m]]), torch.tensor(x))
+            got, want = compiled(*args), _bools_read_from_data(*args)
+            assert got[:2] == want[:2] and type(got[1]) is bool, (m, x, got, want)
+            assert torch.equal(got[2], want[2])
+    assert {r.ran for r in backend.graphs()} == {"lowerkit"}, [r.reason for r in backend.graphs()]
+
+
 def _check_scalars_from_data(compiled):
     for seed in (0, 1, 2):
         torch.manual_seed(seed)

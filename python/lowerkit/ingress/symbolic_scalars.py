@@ -11,7 +11,9 @@ on a 0-d float64 tensor and read back, which every target lowers.
 Comparisons with a float on either side (``float(t) >= int(u)`` under Dynamo's
 ``capture_scalar_outputs``) import as ``aten.ge.float`` and kin, which torch-mlir's backend
 contract does not legalize; they are compared on 0-d float64 tensors too. An int past 2**53
-compared with a float is then rounded first, where Python compares exactly.
+compared with a float is then rounded first, where Python compares exactly. ``sym_ite``, which
+Dynamo adds to range-check the item of a bool tensor (``bool(t)``, ``(x > 0).item()``), is a
+``where`` of 0-d tensors.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ _ON_A_TENSOR = {
     math.ceil: aten.ceil.default,
     math.sqrt: aten.sqrt.default,
 }
+# the importer reads a bool tensor's item as an int (`aten.Int.Tensor` typed `!torch.bool`,
+# which fails to verify): a bool's item is asked for as one
+_BOOL_ITEM = aten.Bool.Tensor
 # comparisons, rewritten only where a float takes part (the importer lowers int ones)
 _COMPARED_ON_A_TENSOR = {
     operator.eq: aten.eq.Tensor,
@@ -53,7 +58,7 @@ def describe(node: torch.fx.Node, example: torch.Tensor) -> None:
 
 def _symbolic(arg: Any) -> bool:
     return isinstance(arg, torch.fx.Node) and \
-        isinstance(arg.meta.get("val"), (torch.SymInt, torch.SymFloat))
+        isinstance(arg.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
 def _a_float(arg: Any) -> bool:
@@ -64,6 +69,10 @@ def _a_float(arg: Any) -> bool:
 def rewrite(graph: torch.fx.Graph) -> None:
     """Each unimportable scalar op over a size made importable, in place."""
     for node in list(graph.nodes):
+        if node.target is aten._local_scalar_dense.default and \
+                isinstance(node.meta.get("val"), (bool, torch.SymBool)):
+            node.target = _BOOL_ITEM
+            continue
         if node.op != "call_function" or not any(_symbolic(a) for a in node.args):
             continue
         if node.target is torch.sym_float:
@@ -72,10 +81,14 @@ def rewrite(graph: torch.fx.Graph) -> None:
             _on_a_tensor(graph, node, _ON_A_TENSOR[node.target])
         elif node.target in _COMPARED_ON_A_TENSOR and any(_a_float(a) for a in node.args):
             _on_a_tensor(graph, node, _COMPARED_ON_A_TENSOR[node.target])
+        elif node.target is torch.sym_ite:
+            _on_a_tensor(graph, node, aten.where.self, first_dtype=torch.bool)
 
 
-def _on_a_tensor(graph: torch.fx.Graph, node: torch.fx.Node, op: Any) -> None:
-    """``f(a, ...)`` -> ``op(tensor(a), ...).item()``, as the int, float or bool it was."""
+def _on_a_tensor(graph: torch.fx.Graph, node: torch.fx.Node, op: Any,
+                 first_dtype: torch.dtype = torch.float64) -> None:
+    """``f(a, ...)`` -> ``op(tensor(a), ...).item()``, as the int, float or bool it was; the
+    first operand's tensor is ``first_dtype`` (a condition's bool), the others float64."""
     result = node.meta.get("val")
     if isinstance(result, (bool, torch.SymBool)):
         dtype = torch.bool
@@ -86,18 +99,18 @@ def _on_a_tensor(graph: torch.fx.Graph, node: torch.fx.Node, op: Any) -> None:
     example = torch.empty((), dtype=torch.float64)
     with graph.inserting_before(node):
         operands = []
-        for arg in node.args:
+        for i, arg in enumerate(node.args):
+            operand_dtype = first_dtype if i == 0 else torch.float64
             tensor = graph.call_function(aten.scalar_tensor.default, (arg,),
-                                         {"dtype": torch.float64})
-            describe(tensor, example)
+                                         {"dtype": operand_dtype})
+            describe(tensor, torch.empty((), dtype=operand_dtype))
             operands.append(tensor)
         value = graph.call_function(op, tuple(operands))
         describe(value, torch.empty((), dtype=torch.bool) if dtype == torch.bool else example)
         if dtype not in (torch.float64, torch.bool):
             value = graph.call_function(aten._to_copy.default, (value,), {"dtype": dtype})
             describe(value, torch.empty((), dtype=dtype))
-        # the importer reads a bool tensor's item as an int (`aten.Int.Tensor`): ask for a bool
-        read = graph.call_function(aten.Bool.Tensor if dtype == torch.bool
+        read = graph.call_function(_BOOL_ITEM if dtype == torch.bool
                                    else aten._local_scalar_dense.default, (value,))
     read.meta["val"] = result
     node.replace_all_uses_with(read)
