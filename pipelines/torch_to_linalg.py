@@ -45,6 +45,9 @@ The stages, in torch-mlir's MLIR build:
 - ``flatten-dynamic-views``: a view merging dynamic dims (``x.view(-1, c)`` of ``[?, ?, c]``)
    as ``aten.flatten`` (torch-mlir's lowering of the view assumed the second dim was 1: a
    silent wrong answer);
+- ``lower-bit-views``: ``x.view(dtype)`` between dtypes of one width (and ``signbit``,
+   ``copysign``, which read the sign bit through it) as a ``tensor.bitcast`` (torch-mlir has
+   no lowering of the view);
 - ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
    which IREE takes as input;
 - ``fold-empty-contractions``: a matmul over a zero-length dimension is its zero init
@@ -91,6 +94,7 @@ def build_pipeline() -> Pipeline:
             ),
             registry.passes.get("batch-unbatched-pooling"),
             registry.passes.get("flatten-dynamic-views"),
+            registry.passes.get("lower-bit-views"),
             PassPipelineStage(
                 "linalg-on-tensors",
                 "torch-backend-to-linalg-on-tensors-backend-pipeline",

@@ -24,6 +24,7 @@ PASSES = {
     "fold-unit-argmax": "unit_argmax",
     "normalize-unit-slices": "unit_slices",
     "flatten-dynamic-views": "dynamic_views",
+    "lower-bit-views": "bit_views",
     "fold-empty-contractions": "empty_contractions",
     "keep-nan-arg-reductions": "nan_arg_reductions",
     "round-f64-constants": "f64_constants",

@@ -222,6 +222,9 @@ class PythonPassStage(Stage):
     build: Build = Build.TORCH_MLIR
     op_name: str = ""
     description: str = ""
+    # loads into a context the dialects the pass builds ops of, which the Python build may
+    # not register (a pass module's ``load_dialects``); called before the pass manager runs
+    prepare_context: Callable[[Any], None] | None = None
 
     @classmethod
     def from_module(cls, module: ModuleType, run: Callable[[Any], Any] | None = None,
@@ -230,9 +233,15 @@ class PythonPassStage(Stage):
         docstring line and ``BUILD``; ``run(op)`` replaces ``module.run`` to give it options."""
         fn = module.run if run is None else (lambda op, _pass: run(op))
         return cls(module.NAME, fn, build=build or Build(getattr(module, "BUILD", "torch-mlir")),
-                   description=module.__doc__.splitlines()[0])
+                   description=module.__doc__.splitlines()[0],
+                   prepare_context=getattr(module, "load_dialects", None))
+
+    def load_dialects(self, context: Any) -> None:
+        if self.prepare_context is not None:
+            self.prepare_context(context)
 
     def apply(self, module: Any) -> Any:
+        self.load_dialects(module.context)
         module.context.emit_error_diagnostics = True
         pm = self.build.passmanager.PassManager()
         pm.add(self.run, self.name, argument=self.name, description=self.description,
