@@ -1,4 +1,5 @@
-"""Python scalar math on sizes, rewritten into ops torch-mlir's FX importer can import.
+"""Python scalar math on sizes and on scalars read from data, rewritten into ops torch-mlir's FX
+importer can import.
 
 Over dynamic shapes an exported graph computes some scalars from sizes in Python: attention's
 ``1 / sqrt(E)`` as ``sym_float(E) ** -0.5``, interpolation's output size as
