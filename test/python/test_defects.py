@@ -486,6 +486,30 @@ def test_adaptive_pooling_over_dynamic_sizes():
                     f"{shape}, output {i}: {(a - e).abs().nan_to_num().max()}"
 
 
+class _CeilModePools(torch.nn.Module):
+    def forward(self, x):
+        return (F.max_pool2d(x, 3, stride=2, ceil_mode=True, return_indices=True),
+                F.max_pool1d(x.flatten(2), 2, stride=3, padding=1, ceil_mode=True,
+                             return_indices=True))
+
+
+def test_ceil_mode_max_pooling_with_indices_over_dynamic_sizes():
+    """A ceil-mode pooling's output size over dynamic sizes is a ``sym_min`` of sizes, which
+    torch-mlir's importer cannot import ("FIX ME: Unimplemented call_function"; torch-mlir's
+    e2e ``MaxPool*WithIndicesCeilMode*``). Indices exactly, at three shapes."""
+    from torch.export import Dim
+
+    torch.manual_seed(0)
+    model = _CeilModePools()
+    art = lowerkit.compile(model, (torch.rand(2, 2, 8, 9),),
+                           dynamic_shapes=({d: Dim.AUTO for d in range(4)},), cache=False)
+    for shape in ((2, 2, 8, 9), (3, 3, 7, 10), (2, 2, 11, 5)):
+        x = torch.rand(*shape)
+        for (a, ai), (e, ei) in zip(art(x), model(x)):
+            assert torch.equal(ai, ei), f"{shape}: indices differ"
+            assert torch.equal(a, e), f"{shape}: values differ"
+
+
 class _LinearUpsampling(torch.nn.Module):
     def forward(self, x):
         return (F.interpolate(x, size=(2, 7), mode="bilinear"),

@@ -4,7 +4,8 @@ importer can import.
 Over dynamic shapes an exported graph computes some scalars from sizes in Python: attention's
 ``1 / sqrt(E)`` as ``sym_float(E) ** -0.5``, interpolation's output size as
 ``trunc(size * scale)``. The importer (20261001) imports ``+ - * / // %`` and comparisons of
-such scalars, but not ``sym_float``, ``**`` or ``math.trunc``/``floor``/``ceil``, and fails with
+such scalars, but not ``sym_float``, ``**``, ``math.trunc``/``floor``/``ceil`` or ``sym_min``/
+``sym_max`` (a ceil-mode pooling's output size), and fails with
 "FIX ME: Unimplemented call_function" or "Unsupported builtin function for symbolic types".
 ``sym_float`` becomes ``aten.Float.Scalar``, the importer's own conversion; the rest is computed
 on a 0-d float64 tensor and read back, which every target lowers.
@@ -34,6 +35,8 @@ _ON_A_TENSOR = {
     math.floor: aten.floor.default,
     math.ceil: aten.ceil.default,
     math.sqrt: aten.sqrt.default,
+    torch.sym_min: aten.minimum.default,
+    torch.sym_max: aten.maximum.default,
 }
 # the importer reads a bool tensor's item as an int (`aten.Int.Tensor` typed `!torch.bool`,
 # which fails to verify): a bool's item is asked for as one
