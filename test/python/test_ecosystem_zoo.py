@@ -38,6 +38,22 @@ def test_ecosystem_model_matches_eager(entry):
     assert result.rung is not None
 
 
+# the CPUs of issue 20, whose tiles and ukernels differ (the stack-limit and vector.store
+# failures were per CPU); compiled, not run, so that any host catches another's failure
+NAMED_CPUS = ("znver4", "sapphirerapids", "skylake-avx512", "x86-64-v3")
+
+
+@pytest.mark.parametrize("entry", [_param(m) for m in ecosystem_models(fast_only=True)])
+def test_fast_ecosystem_models_compile_for_each_named_cpu(entry):
+    """Imported once, lowered and compiled for each named CPU (about 4 s a CPU for gpt2)."""
+    from lowerkit.zoo.coverage import compile_for
+
+    results = compile_for(entry, [f"cpu:{c}" for c in NAMED_CPUS], cache=False)
+    failed = {r.target: f"{r.stage}: {r.message}" for r in results if not r.ok}
+    assert not failed, failed
+    assert all(r.rung for r in results)
+
+
 def test_ecosystem_zoo_covers_the_issue_s_families():
     names = set(ECOSYSTEM)
     assert len(names) >= 30
