@@ -571,7 +571,7 @@ FAULTS = [
     Fault("bool-compared-on-a-tensor-read-as-int", "a comparison computed on a 0-d tensor is read back with _local_scalar_dense",
           ["test/python/test_backend.py::test_comparisons_with_a_float_read_from_data_stay_in_lowerkits_graph"],
           "python/lowerkit/ingress/symbolic_scalars.py",
-          "        read = graph.call_function(aten.Bool.Tensor if dtype == torch.bool\n",
+          "        read = graph.call_function(_BOOL_ITEM if dtype == torch.bool\n",
           "        read = graph.call_function(None if False\n"),
     Fault("bool-item-read-as-int", "the item of a bool tensor reaches torch-mlir's importer as _local_scalar_dense",
           ["test/python/test_backend.py::test_bools_read_from_data_stay_in_lowerkits_graph"],
