@@ -2,11 +2,12 @@
 
 torch-mlir 20261001 has no lowering of ``aten.view.dtype``, so the op, and with it
 ``signbit`` and ``copysign`` (their decompositions read the sign bit through it), failed in
-``linalg-on-tensors`` on ``torch.constant.int`` (torch-mlir's e2e ``ViewDtypeStaticModule``,
-``ElementwiseSignbitModule``, ``ElementwiseCopysignModule``). A view between dtypes of one
+``linalg-on-tensors`` on ``torch.constant.int`` (torch-mlir's e2e ``ElementwiseSignbitModule``,
+``ElementwiseCopysignModule``). A view between dtypes of one
 width keeps the shape and reinterprets each element: ``tensor.bitcast`` between the builtin
 tensors, reached through ``torch_c``'s casts, which the linalg stage then folds away. A view
-that changes the width (and so the last dim), or to or from ``bool``, is left as it is.
+that changes the width (and so the last dim: ``ViewDtypeStaticModule``), or to or from
+``bool``, is left as it is and still fails there.
 """
 
 from __future__ import annotations
