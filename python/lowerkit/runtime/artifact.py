@@ -28,7 +28,8 @@ from ..target import Target
 from ..iree.parameters import ParameterSlot
 from . import cpu_features
 from .executable import DeviceTensor, Executable, invoke_resident, wide_dtypes
-from .weights import WeightBinding, archive_path, slot_dtype, slots_json, state_of
+from .weights import (TensorVersions, WeightBinding, archive_path, slot_dtype, slots_json,
+                      state_of)
 
 FORMAT_VERSION = 1
 
@@ -56,7 +57,7 @@ class Artifact:
     parameters: list[ParameterSlot] = []
     _weights: WeightBinding | None = None
     # weights compiled in by default (Vulkan) and their versions then: see watch_inlined_weights
-    _inlined: "tuple[list[torch.Tensor], tuple[int, ...]] | None" = None
+    _inlined: TensorVersions | None = None
 
     def __init__(
         self,
@@ -159,19 +160,16 @@ class Artifact:
         """Remember the versions of ``module``'s weights, compiled into this program without
         the caller asking (Vulkan's default): a call after an in-place change raises instead
         of answering with the old weights."""
-        tensors = [*module.parameters(), *module.buffers()]
-        self._inlined = (tensors, tuple(t._version for t in tensors))
+        self._inlined = TensorVersions([*module.parameters(), *module.buffers()])
 
     def __call__(self, *args: Any, keep_on_device: bool = False, **kwargs: Any) -> Any:
         """Run like the original model. With ``keep_on_device=True`` the outputs are
         `DeviceTensor`s left on the device, which later calls take as inputs."""
-        if self._inlined is not None:
-            tensors, versions = self._inlined
-            if tuple(t._version for t in tensors) != versions:
-                raise LowerkitError(
-                    "the model's weights changed in place since they were compiled into this "
-                    f"program (inline weights, the default on '{self.target.name}'): compile "
-                    "it again, or with weights='external' to read them at every load")
+        if self._inlined is not None and self._inlined.changed():
+            raise LowerkitError(
+                "the model's weights changed in place since they were compiled into this "
+                f"program (inline weights, the default on '{self.target.name}'): compile "
+                "it again, or with weights='external' to read them at every load")
         plain = not kwargs and all(type(a) is torch.Tensor for a in args)
         if keep_on_device or (not plain and _has_device_tensor(args, kwargs)):
             if self.state:

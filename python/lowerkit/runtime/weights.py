@@ -29,6 +29,21 @@ _ELEMENTS = {
 }
 
 
+class TensorVersions:
+    """The in-place versions (``Tensor._version``) of some tensors at a mark, to tell whether
+    any changed since: an optimizer step or ``load_state_dict`` the compiled program must see."""
+
+    def __init__(self, tensors: Iterable[torch.Tensor]):
+        self.tensors = list(tensors)
+        self.mark()
+
+    def mark(self) -> None:
+        self._seen = tuple(t._version for t in self.tensors)
+
+    def changed(self) -> bool:
+        return tuple(t._version for t in self.tensors) != self._seen
+
+
 def slot_dtype(slot: ParameterSlot, float64: bool = True) -> torch.dtype:
     """The dtype the slot's bytes hold. A target without float64 has IREE demote f64 to f32,
     globals included."""
@@ -85,20 +100,17 @@ class WeightBinding:
                 if t.device.type != "cpu":
                     t = t.detach().cpu()
                 self.tensors[s.key] = t
-        self._versions = self._read_versions()
-
-    def _read_versions(self) -> tuple[int, ...]:
-        return tuple(t._version for t in self.tensors.values())
+        self._versions = TensorVersions(self.tensors.values())
 
     def stale(self) -> bool:
         """True once a bound tensor changed in place since the module loaded."""
-        return bool(self.tensors) and self._read_versions() != self._versions
+        return bool(self.tensors) and self._versions.changed()
 
     def module(self, rt: Any, instance: Any) -> Any:
         """IREE's parameter module serving every slot, for one VM context. Tensors are wrapped
         without a copy where their dtype already matches (the arrays live as long as this)."""
         index = rt.ParameterIndex()
-        self._versions = self._read_versions()
+        self._versions.mark()
         if self.archive is not None:
             try:
                 index.load(str(self.archive))
