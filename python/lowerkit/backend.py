@@ -9,7 +9,14 @@ same pipeline, target fixes, compile cache and call-signature checks as `lowerki
 
 Options (``torch.compile(..., options={...})``): ``target``, ``pipeline``, ``cache``,
 ``dump_dir`` (each graph in its own numbered folder), ``verify`` (each call checked against
-the graph run eagerly) and ``strict`` (raise instead of running a graph eagerly).
+the graph run eagerly), ``strict`` (raise instead of running a graph eagerly) and ``freeze``
+(compile the module's parameters and buffers in as constants).
+
+Without ``freeze``, an inference graph reads the module's state as IREE parameters bound to
+the module's own tensors, as `lowerkit.compile` does: only the inputs cross each call, and
+what IREE hoists out of the weights (packed, transposed) is computed once per load. In-place
+changes load again; another module's tensors reaching the same compiled function (repeated
+blocks, a replaced parameter) get the same code bound to them (`_BoundWeights`).
 The backend is found by name through the ``torch_dynamo_backends`` entry point, so
 ``backend="lowerkit"`` works without importing lowerkit first.
 """
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import operator
 import threading
 import time
 from dataclasses import dataclass, field
@@ -49,6 +57,7 @@ class GraphRecord:
     artifact: Any = None
     frozen: int = 0            # parameters and buffers compiled in as constants (``freeze``)
     cached: bool = False       # compiled before (the same program, from the compile cache)
+    weights: int = 0           # parameters and buffers read at load as IREE parameters
 
 
 @dataclass
@@ -90,16 +99,21 @@ def _options(options: dict | None) -> dict:
 
 
 def _compile_graph(options: dict, kind: str, gm: torch.fx.GraphModule,
-                   example_inputs: Sequence[Any], frozen: int = 0) -> Callable:
+                   example_inputs: Sequence[Any], frozen: int = 0,
+                   weights: dict[int, tuple[str, torch.Tensor]] | None = None,
+                   reference: Callable | None = None) -> Callable:
     """lowerkit's executable for one graph, or the graph itself (eager) when lowerkit cannot
-    take it and ``strict`` is off."""
+    take it and ``strict`` is off. ``weights``: inputs read at load as IREE parameters
+    (`import_graph`); the executable takes the others. ``reference``: what ``verify`` checks
+    against (the graph)."""
     index = next(LOG.counter)
     ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
     start = time.perf_counter()
     dump_dir = options.get("dump_dir")
     try:
         art = api.compile_imported(
-            lambda: import_graph(gm, example_inputs), target=options.get("target", "cpu"),
+            lambda: import_graph(gm, example_inputs, weights),
+            target=options.get("target", "cpu"),
             pipeline=options.get("pipeline"), title=f"graph {index} ({kind})",
             dump_dir=Path(dump_dir) / f"graph-{index:03d}-{kind}" if dump_dir else None,
             cache=options.get("cache"))
@@ -110,15 +124,27 @@ def _compile_graph(options: dict, kind: str, gm: torch.fx.GraphModule,
                             frozen=frozen))
         return gm.forward
     LOG.add(GraphRecord(index, kind, ops, "lowerkit", time.perf_counter() - start, None, art,
-                        frozen, bool(getattr(art, "cache_hit", False))))
+                        frozen, bool(getattr(art, "cache_hit", False)), len(weights or ())))
     if options.get("verify"):
-        return verified(art, gm.forward, options["verify"])
+        return verified(art, reference or gm.forward, options["verify"])
     return art
+
+
+def _without_weights(forward: Callable, weights: dict[int, tuple[str, torch.Tensor]],
+                     count: int, bound_now: Callable[[], dict]) -> Callable:
+    """``forward`` (which takes every input) called with the inputs that are not weights: the
+    weights are those bound now (``bound_now()``, by name)."""
+    def call(*others: Any) -> Any:
+        bound, rest = bound_now(), iter(others)
+        return forward(*[bound.get(weights[i][0], weights[i][1]) if i in weights else next(rest)
+                         for i in range(count)])
+    return call
 
 
 def _freezable(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[int]:
     """The positions of Dynamo's inputs that are a module's parameters or buffers and may be
-    compiled in as constants: none that needs a gradient while autograd records."""
+    compiled in as constants or read by reference: none that needs a gradient while autograd
+    records."""
     found = []
     placeholders = gm.graph.find_nodes(op="placeholder")
     for i, (node, value) in enumerate(zip(placeholders, example_inputs)):
@@ -175,6 +201,108 @@ def _constants_for(g: torch.fx.GraphModule) -> list[int] | None:
     return replace_params_with_constants(g, context.params_flat, context.fw_metadata)
 
 
+def _weights_for(g: torch.fx.GraphModule) -> "tuple[list[int], dict] | None":
+    """``aot_autograd``'s lifted parameters that ``g`` reads, by reference, as IREE parameters,
+    but those the graph mutates or returns a view of (which must stay the caller's, as
+    arguments): the positions of the inputs ``g`` still takes at a call, and the weights by
+    position (``(name, tensor)``), or None when there are none. Names are positional, so that
+    repeated blocks give one program (one compile) whatever their weights."""
+    from torch._functorch._aot_autograd.schemas import MutationType
+
+    from .ingress.weights import _externalizable
+
+    context = torch._guards.TracingContext.try_get()
+    if context is None or not context.params_flat:
+        return None
+    meta = context.fw_metadata
+    stays = {o.base_idx for o in meta.output_info if o.base_idx is not None}
+    stays |= {i for i, m in enumerate(meta.input_info)
+              if m.mutation_type in (MutationType.MUTATED_IN_GRAPH, MutationType.MUTATED_OUT_GRAPH)}
+    weights = {i: (f"weight{i}", t) for i, t in enumerate(context.params_flat)
+               if i not in stays and _externalizable(t)}
+    if not weights:
+        return None
+    count = len(g.graph.find_nodes(op="placeholder"))
+    return [i for i in range(count) if i not in weights], weights
+
+
+class _BoundWeights:
+    """Dynamo's inputs that are module state read by reference (as IREE parameters, or as
+    ``aot_autograd``'s lifted buffers), and the compiled graphs that read them.
+
+    A parameter changed in place is seen by its version (`lowerkit.runtime.weights`). Dynamo
+    also calls one compiled function with other modules' tensors: the repeated blocks of a
+    model broken at the same place, or a parameter replaced (``m.fc.weight = nn.Parameter(..)``).
+    Each such set of tensors gets its own artifacts, the same code bound to them
+    (`Artifact.with_weights`), and aot_autograd's lifted buffers are pointed at them."""
+
+    KEPT_SETS = 16  # sets of tensors whose loaded artifacts are kept (the oldest go first)
+
+    def __init__(self, positions: list[int], tensors: list[torch.Tensor],
+                 state: list[torch.Tensor]):
+        self.tensors = tensors      # the set bound now: Dynamo's inputs at those positions
+        self.state = state          # their detached twins that aot_autograd passes on
+        self.uses: list[dict[str, int]] = []  # per compiled graph: parameter name -> slot
+        self.active: list[Any] = []           # per compiled graph: its artifact for the set
+        self.sets: dict[tuple[int, ...], tuple[list[torch.Tensor], list[Any]]] = {}
+        self.pick = operator.itemgetter(*positions) if len(positions) > 1 else \
+            (lambda args: (args[positions[0]],))
+
+    def add(self, art: Any, weights: dict[int, tuple[str, torch.Tensor]]) -> int:
+        """Register a compiled graph reading ``weights``; its index in `active`."""
+        slots = {id(t): i for i, t in enumerate(self.state)}
+        self.uses.append({name: slots[id(t)] for name, t in weights.values() if id(t) in slots})
+        self.active.append(art)
+        return len(self.active) - 1
+
+    def check(self, args: Sequence[Any]) -> None:
+        current = self.pick(args)
+        if any(map(operator.is_not, current, self.tensors)):
+            self._switch(list(current))
+
+    def _switch(self, current: list[torch.Tensor]) -> None:
+        self.sets[tuple(map(id, self.tensors))] = (self.tensors, self.active)
+        found = self.sets.pop(tuple(map(id, current)), None)
+        if found is None:
+            detached = [t.detach() for t in current]
+            found = (current, [art.with_weights({name: detached[slot]
+                                                 for name, slot in use.items()})
+                               for art, use in zip(self.active, self.uses)])
+        while len(self.sets) >= self.KEPT_SETS:
+            self.sets.pop(next(iter(self.sets)))
+        self.tensors, self.active = found
+        for twin, tensor in zip(self.state, current):
+            if twin.data_ptr() != tensor.data_ptr() or twin.shape != tensor.shape:
+                twin.data = tensor.detach()
+
+
+class _FrozenWeights:
+    """The tensors compiled in as constants (``freeze``): a call with others (Dynamo's
+    function reused for another block, a replaced parameter) must not get their results;
+    it runs Dynamo's graph eagerly, which is recorded (``strict`` raises)."""
+
+    def __init__(self, positions: list[int], tensors: list[torch.Tensor], gm: Any,
+                 strict: bool):
+        self.tensors, self.gm, self.strict, self.said = tensors, gm, strict, False
+        self.pick = operator.itemgetter(*positions) if len(positions) > 1 else \
+            (lambda args: (args[positions[0]],))
+
+    def others(self, args: Sequence[Any]) -> bool:
+        if not any(map(operator.is_not, self.pick(args), self.tensors)):
+            return False
+        why = ("freeze: this call passes parameters other than those compiled in as "
+               "constants (the same code reached from another module, e.g. a repeated block, "
+               "or a replaced parameter); it runs eagerly. Without freeze, lowerkit reads "
+               "weights by reference and runs such calls compiled")
+        if self.strict:
+            raise LowerkitError(why)
+        if not self.said:
+            self.said = True
+            ops = sum(1 for n in self.gm.graph.nodes if n.op == "call_function")
+            LOG.add(GraphRecord(next(LOG.counter), "inference", ops, "eager", 0.0, why))
+        return True
+
+
 @contextlib.contextmanager
 def _composites_as_export_keeps_them(example_inputs: Sequence[Any]) -> Any:
     """The decomposition table for ``aot_autograd``; for an inference graph, with the functional
@@ -204,10 +332,17 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
     from torch._functorch.aot_autograd import make_boxed_func
 
     opts = _options(options)
-    frozen = _freezable(gm, example_inputs) if opts.get("freeze") else []
+    # module state that needs no gradient: compiled in (``freeze``) or read by reference
+    state = _freezable(gm, example_inputs)
+    frozen = state if opts.get("freeze") else []
+    bound: _BoundWeights | None = None
 
     def compiler(kind: str) -> Callable:
         def compile_one(g: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable:
+            if bound is not None and kind == "inference":
+                found = _weights_for(g)
+                if found is not None:
+                    return by_reference(g, inputs, *found)
             kept = _constants_for(g) if frozen and kind == "inference" else None
             if kept is None:
                 # aot_autograd calls compiled graphs with one list of arguments ("boxed")
@@ -223,19 +358,49 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
             return call
         return compile_one
 
+    def by_reference(g: torch.fx.GraphModule, inputs: Sequence[Any], kept: list[int],
+                     weights: dict) -> Callable:
+        use = len(bound.active)
+        reference = _without_weights(g.forward, weights, len(inputs),
+                                     lambda: bound.active[use]._weights.tensors)
+        fn = _compile_graph(opts, "inference", g, inputs, weights=weights, reference=reference)
+        if fn == g.forward:  # runs eagerly: on what aot_autograd passes, every input
+            return make_boxed_func(fn)
+        bound.add(fn, weights)
+
+        def call(args: list) -> Any:
+            picked = [args[i] for i in kept]
+            args.clear()
+            return bound.active[use](*picked)
+        call._boxed_call = True
+        return call
+
     decompositions.aten_for_prims(gm.graph)
     gm.recompile()
     with _composites_as_export_keeps_them(example_inputs) as table:
         aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
                            inference_compiler=compiler("inference"), decompositions=table)
-        if not frozen:
+        if not state:
             return aot(gm, example_inputs)
-        kept_inputs = [i for i in range(len(example_inputs)) if i not in set(frozen)]
-        compiled = aot(_as_module_state(gm, example_inputs, frozen),
-                       [example_inputs[i] for i in kept_inputs])
+        lifted = _as_module_state(gm, example_inputs, state)
+        tensors = [example_inputs[i] for i in state]
+        twins = [lifted.get_buffer(f"_lowerkit_frozen_{i}") for i in state]
+        if frozen:
+            constants = _FrozenWeights(state, tensors, gm, bool(opts.get("strict")))
+        else:
+            bound = _BoundWeights(state, tensors, twins)
+        kept_inputs = [i for i in range(len(example_inputs)) if i not in set(state)]
+        compiled = aot(lifted, [example_inputs[i] for i in kept_inputs])
+    pick = operator.itemgetter(*kept_inputs) if len(kept_inputs) > 1 else \
+        (lambda args: [args[i] for i in kept_inputs])
 
     def call_frozen(*args: Any) -> Any:
-        return compiled(*[args[i] for i in kept_inputs])
+        if frozen:
+            if constants.others(args):
+                return gm.forward(*args)
+        else:
+            bound.check(args)
+        return compiled(*pick(args))
     return call_frozen
 
 

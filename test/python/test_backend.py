@@ -545,3 +545,83 @@ def test_prims_views_and_num_to_tensor_through_the_backend():
                                 backend=backend.backend, options={"strict": True})()
             want = torch.ops.prim.NumToTensor(number)
             assert out.dtype == want.dtype and out.item() == want.item(), (number, out)
+
+
+def test_weights_are_read_by_reference_as_iree_parameters():
+    """Without ``freeze``, an inference graph reads the module's parameters and buffers at
+    load as IREE parameters bound to the module's own tensors: only ``x`` crosses each call,
+    and an in-place change is seen (the module loads again)."""
+    model, x = _norm_mlp().eval(), torch.randn(3, 8)
+    compiled = torch.compile(model, backend=backend.backend, options={"strict": True})
+    with torch.inference_mode():
+        assert compare(compiled(x), model(x)).ok
+    (record,) = backend.graphs()
+    assert (record.ran, record.weights, record.frozen) == ("lowerkit", 8, 0)
+    assert len(record.artifact.signature.tensor_inputs) == 1
+    assert len(record.artifact.parameters) == 8
+    with torch.no_grad():
+        model[3].bias.add_(5)
+        assert compare(compiled(x), model(x)).ok
+
+
+class Bessel(torch.nn.Module):
+    """A block whose graph lowerkit refuses (bessel_j0): it runs eagerly on the tensors
+    aot_autograd passes, which must be each block's own."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = torch.special.bessel_j0(self.linear(x))
+        torch._dynamo.graph_break()
+        return x * 2
+
+
+@pytest.mark.parametrize("block", [Block, Bessel])
+def test_repeated_blocks_each_read_their_own_weights(block):
+    """Dynamo calls one compiled function for three blocks of the same code, each with its
+    own parameters: each call computes with its block's weights, call after call, and the
+    code is compiled once."""
+    torch.manual_seed(0)
+    model, x = Repeated(), torch.randn(2, 8)
+    model.one, model.two, model.three = block(), block(), block()
+    compiled = torch.compile(model, backend=backend.backend)
+    with torch.no_grad():
+        for _ in range(3):
+            assert compare(compiled(x), model(x)).ok
+        model.two.linear.weight.mul_(-1)  # in place, in the middle block only
+        assert compare(compiled(x), model(x)).ok
+    ran = [r.ran for r in backend.graphs()]
+    assert ran == (["lowerkit"] * 2 if block is Block else ["eager", "lowerkit"]), ran
+
+
+def test_a_replaced_parameter_is_read_in_place_of_the_old_one():
+    torch.manual_seed(0)
+    model, x = _norm_mlp().eval(), torch.randn(3, 8)
+    compiled = torch.compile(model, backend=backend.backend)
+    with torch.no_grad():
+        compiled(x)
+        model[0].weight = torch.nn.Parameter(torch.randn(16, 8))
+        model[2].running_var = torch.rand(16) + 0.5
+        assert compare(compiled(x), model(x)).ok
+        assert compare(compiled(x), model(x)).ok
+
+
+def test_freeze_runs_other_modules_weights_eagerly_not_with_the_frozen_ones():
+    """Frozen constants are one block's: the same code called with another block's
+    parameters runs eagerly (recorded), or raises with ``strict``; never the first block's
+    answer."""
+    torch.manual_seed(0)
+    model, x = Repeated(), torch.randn(2, 8)
+    with torch.no_grad():
+        want = model(x)
+        got = torch.compile(model, backend=backend.backend, options={"freeze": True})(x)
+        assert compare(got, want).ok
+        assert any(r.ran == "eager" and "other than those compiled in" in r.reason
+                   for r in backend.graphs())
+        torch._dynamo.reset()
+        strict = torch.compile(model, backend=backend.backend,
+                               options={"freeze": True, "strict": True})
+        with pytest.raises(Exception, match="other than those compiled in"):
+            strict(x)

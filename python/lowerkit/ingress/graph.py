@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 import torch.utils._pytree as pytree
 
 from ..errors import IngressError
+from ..ir import WEIGHT_ATTRIBUTE
 from . import symbolic_scalars
 from .importer import ImportedProgram
 from .locations import name_node_locations
@@ -176,13 +177,21 @@ def _read_constants_once(graph: torch.fx.Graph) -> None:
         node.replace_all_uses_with(read, delete_user_cb=lambda user: user is not read)
 
 
-def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> ImportedProgram:
-    """``gm`` (a functional ATen graph of ``aot_autograd``) in torch-mlir's torch dialect."""
+def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                 weights: Mapping[int, tuple[str, torch.Tensor]] | None = None) -> ImportedProgram:
+    """``gm`` (a functional ATen graph of ``aot_autograd``) in torch-mlir's torch dialect.
+    ``weights``: inputs (by position) that are a module's parameters or buffers, with their
+    parameter names and tensors. Each becomes an argument of ``@main`` marked as a weight
+    (`lowerkit.ingress.weights`), which IREE reads at load as a parameter: the call signature
+    leaves them out."""
     from torch_mlir import ir
     from torch_mlir.dialects import torch as torch_dialect
     from torch_mlir.extras.fx_importer import FxImporter
 
     start = time.perf_counter()
+    weights = dict(weights or {})
+    every_input = list(example_inputs)
+    example_inputs = [v for i, v in enumerate(every_input) if i not in weights]
     in_leaves = [_leaf(v, f"input {i}", True) for i, v in enumerate(example_inputs)]
     graph = torch.fx.Graph()
     outputs = graph.graph_copy(gm.graph, {})
@@ -221,7 +230,14 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Imp
     torch_dialect.register_dialect(context)
     importer = name_node_locations(FxImporter(context=context))
     try:
-        importer.import_stateless_graph(graph, func_name="main")
+        func = importer.import_stateless_graph(graph, func_name="main").operation
     except Exception as e:
         raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e
-    return ImportedProgram(importer.module, signature, gm, time.perf_counter() - start)
+    if weights:
+        with context:
+            func.attributes["arg_attrs"] = ir.ArrayAttr.get([
+                ir.DictAttr.get({WEIGHT_ATTRIBUTE: ir.StringAttr.get(weights[i][0])}
+                                if i in weights else {})
+                for i in range(len(every_input))])
+    return ImportedProgram(importer.module, signature, gm, time.perf_counter() - start,
+                           weights={name: t for name, t in weights.values()})

@@ -6,6 +6,7 @@ The file format is a zip with ``module.vmfb`` and ``artifact.json``.
 
 from __future__ import annotations
 
+import copy
 import functools
 import io
 import math
@@ -116,6 +117,16 @@ class Artifact:
         self._weights = binding
         self._executable = None
         return self
+
+    def with_weights(self, source: Any) -> "Artifact":
+        """This compiled code reading other weights (what `bind_weights` takes), as another
+        artifact beside this one: each loads its own module, so both stay usable (two
+        checkpoints side by side, or the repeated blocks of one model)."""
+        twin = copy.copy(self)
+        twin._executable = None
+        twin.state = [t.clone() for t in self.state]
+        twin._state_lock = threading.Lock()
+        return twin.bind_weights(source)
 
     @functools.cached_property
     def _result_dtypes(self) -> list[torch.dtype]:
