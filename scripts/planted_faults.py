@@ -203,7 +203,7 @@ FAULTS = [
     Fault("backend-freeze-ignored", "options={'freeze': True} compiles nothing in",
           ["test/python/test_backend.py::test_freeze_compiles_parameters_in_as_constants"],
           "python/lowerkit/backend.py",
-          'frozen = _freezable(gm, example_inputs) if opts.get("freeze") else []', "frozen = []"),
+          'frozen = state if opts.get("freeze") else []', "frozen = []"),
     Fault("backend-freeze-trained", "freeze compiles in parameters that need gradients",
           ["test/python/test_backend.py::test_freeze_keeps_what_needs_gradients_or_is_mutated"],
           "python/lowerkit/backend.py",
