@@ -417,10 +417,13 @@ class Explanation:
         from rich.table import Table
 
         table = Table(title=title)
-        for col in ("#", "graph", "ATen ops", "runs in", "compile s", "why eager"):
+        for col in ("#", "graph", "ATen ops", "runs in", "weights", "compile s", "why eager"):
             table.add_column(col, overflow="fold")
         for r in self.graphs:
-            table.add_row(str(r.index), r.kind, str(r.ops), r.ran, f"{r.seconds:.2f}",
+            weights = ", ".join(part for part in (
+                f"{r.weights} by reference" if r.weights else "",
+                f"{r.frozen} frozen" if r.frozen else "") if part)
+            table.add_row(str(r.index), r.kind, str(r.ops), r.ran, weights, f"{r.seconds:.2f}",
                           r.reason or "")
         return table
 
