@@ -288,6 +288,18 @@ def render_backend(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- backend_call.py --json ------------------------------------------------------------------------
+def render_backend_call(data: dict, path: str) -> str:
+    columns = ("eager", "artifact", "artifact after eager", "Dynamo's floor",
+               "backend's function", "backend", "wrappers", "in Dynamo's frame")
+    lines = [f"| µs a call, medians of {data['rounds']} rounds of {data['calls']} calls | "
+             + " | ".join(columns) + " |",
+             "| --- |" + " ---: |" * len(columns)]
+    for r in data["models"]:
+        lines.append(f"| {r['model']} | " + " | ".join(_num(r[c]) for c in columns) + " |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
 # -- tool_startup.py --json ------------------------------------------------------------------------
 def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> str:
     """``lowerkit-opt`` per call and the lit suite, in another tree (``before``) and this one."""
@@ -658,6 +670,10 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
          " --json benchmarks/results/gemm.json",),
         render_gemm, torch_threads=2),
+    "backend-call": Block(
+        ("backend-call.json",),
+        (".venv/bin/python benchmarks/backend_call.py --json benchmarks/results/backend-call.json",),
+        render_backend_call),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),

@@ -1,0 +1,124 @@
+"""Where a small program's call through ``torch.compile(backend="lowerkit")`` goes (issue 18):
+Dynamo's frame, AOTAutograd's and lowerkit's wrappers, and the artifact, each timed on its own.
+
+    .venv/bin/python benchmarks/backend_call.py
+    .venv/bin/python benchmarks/backend_call.py mlp,bert_tiny --json benchmarks/results/backend-call.json
+
+Per model, interleaved round by round, medians of rounds of many calls (µs a call), under
+``torch.inference_mode``:
+
+- ``eager``: the model;
+- ``artifact``: ``lowerkit.compile``'s artifact, called back to back;
+- ``artifact after eager``: the artifact called once after each eager call, less ``eager``:
+  the same call when other work ran just before it, as it does in a real program;
+- ``Dynamo's floor``: ``torch.compile`` with a backend whose function returns a stored output:
+  Dynamo's guards and frame handling alone, what any backend pays;
+- ``backend's function``: what lowerkit's backend returned to Dynamo, called directly with
+  Dynamo's inputs: AOTAutograd's runtime wrapper, lowerkit's, and the graph's artifact;
+- ``backend``: ``torch.compile(model, backend="lowerkit")``.
+
+``wrappers`` is ``backend's function − artifact``; ``in Dynamo's frame`` is ``backend −
+Dynamo's floor − backend's function``: what the same calls cost more when Dynamo makes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import warnings
+
+from call_floor import _measure
+
+MODELS = ("mlp", "normalisations", "nonpersistent_buffer", "embedding_bag", "simple_cnn",
+          "bert_tiny")
+
+
+def _contenders(model, args) -> dict:
+    import torch
+
+    import lowerkit
+    from lowerkit import backend as lowerkit_backend
+
+    art = lowerkit.compile(model, args, target="cpu")
+    out = model(*args)
+
+    def floor_backend(gm, inputs):
+        return lambda *a: (out,) if isinstance(out, torch.Tensor) else tuple(out)
+
+    torch._dynamo.reset()
+    floor = torch.compile(model, backend=floor_backend)
+    floor(*args)
+
+    captured: dict = {}
+
+    def keep(gm, inputs):
+        captured["fn"] = lowerkit_backend.backend(gm, inputs)
+        captured["inputs"] = list(inputs)
+        return captured["fn"]
+
+    torch._dynamo.reset()
+    lowerkit_backend.reset()
+    compiled = torch.compile(model, backend=keep)
+    compiled(*args)
+    ran = [g.ran for g in lowerkit_backend.graphs()]
+    if ran != ["lowerkit"]:
+        raise RuntimeError(f"expected one graph in lowerkit, got {ran}")
+    fn, inputs = captured["fn"], captured["inputs"]
+    return {
+        "eager": lambda: model(*args),
+        "artifact": lambda: art(*args),
+        "artifact + eager": lambda: (art(*args), model(*args)),
+        "Dynamo's floor": lambda: floor(*args),
+        "backend's function": lambda: fn(*inputs),
+        "backend": lambda: compiled(*args),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="?", default=",".join(MODELS))
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--calls", type=int, default=2000, help="calls a sample")
+    parser.add_argument("--json", metavar="FILE", help="store the run (benchmarks/readme.py)")
+    opts = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    from lowerkit.tools.bench import run_metadata
+    from lowerkit.zoo import ZOO
+
+    torch.set_num_threads(opts.threads)
+    meta = run_metadata()
+    rows = []
+    columns = ("eager", "artifact", "artifact after eager", "Dynamo's floor",
+               "backend's function", "backend", "wrappers", "in Dynamo's frame")
+    table = Table(title=f"µs a call, medians of {opts.rounds} rounds of {opts.calls} calls")
+    for column in ("model", *columns):
+        table.add_column(column, justify="left" if column == "model" else "right")
+    for name in opts.models.split(","):
+        model, args, _ = ZOO[name].make()
+        with torch.inference_mode():
+            times = _measure(_contenders(model, args), opts.rounds, opts.calls)
+        times["artifact after eager"] = times.pop("artifact + eager") - times["eager"]
+        times["wrappers"] = times["backend's function"] - times["artifact"]
+        times["in Dynamo's frame"] = (times["backend"] - times["Dynamo's floor"]
+                                      - times["backend's function"])
+        rows.append({"model": name, **times})
+        table.add_row(name, *(f"{times[c]:.1f}" for c in columns))
+    Console(width=200).print(table)
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump({"meta": meta, "rounds": opts.rounds, "calls": opts.calls,
+                       "load_after": os.getloadavg()[0], "models": rows}, f, indent=1)
+            f.write("\n")
+        print(f"wrote {opts.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
