@@ -141,6 +141,13 @@ def _without_weights(forward: Callable, weights: dict[int, tuple[str, torch.Tens
     return call
 
 
+def _reads_weights_by_reference(options: dict) -> bool:
+    try:
+        return api.default_weights(options.get("target", "cpu")) == "external"
+    except LowerkitError:  # a bad target: the compile says so, per graph
+        return False
+
+
 def _freezable(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[int]:
     """The positions of Dynamo's inputs that are a module's parameters or buffers and may be
     compiled in as constants or read by reference: none that needs a gradient while autograd
@@ -332,8 +339,11 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
     from torch._functorch.aot_autograd import make_boxed_func
 
     opts = _options(options)
-    # module state that needs no gradient: compiled in (``freeze``) or read by reference
-    state = _freezable(gm, example_inputs)
+    # module state that needs no gradient: compiled in (``freeze``) or read by reference, but
+    # on Vulkan, whose weights lowerkit compiles in by default (`api.default_weights`): there
+    # they stay arguments of each call unless frozen
+    state = _freezable(gm, example_inputs) \
+        if opts.get("freeze") or _reads_weights_by_reference(opts) else []
     frozen = state if opts.get("freeze") else []
     bound: _BoundWeights | None = None
 

@@ -148,6 +148,14 @@ MIN_TAP_CHANNELS = 8
 MAX_TAPS = 9
 
 
+def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int]) -> bool:
+    """Whether a convolution of ``x`` by ``w`` goes per tap rather than to IREE's im2col."""
+    taps = 1
+    for k in w.shape[2:]:
+        taps *= k
+    return 2 <= taps <= MAX_TAPS and x.shape[1] >= MIN_TAP_CHANNELS
+
+
 def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,
                dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Any:
     """``aten.convolution`` as a sum of per-tap matmuls (see the module docstring)."""
@@ -159,11 +167,11 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     taps = 1
     for k in kernel:
         taps *= k
-    if not 2 <= taps <= MAX_TAPS or x.shape[1] < MIN_TAP_CHANNELS:
-        return NotImplemented
     stride, padding, dilation = (list(v) * (spatial if len(v) == 1 else 1)
                                  for v in (stride, padding, dilation))
     if len(stride) != spatial or len(padding) != spatial or len(dilation) != spatial:
+        return NotImplemented
+    if not taps_pay(x, w, stride):
         return NotImplemented
     n, c = x.shape[:2]
     sizes = x.shape[2:]
