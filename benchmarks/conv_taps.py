@@ -9,9 +9,9 @@ otherwise IREE takes the convolution whole and builds its im2col matrix (``im2co
 shape is compiled both ways as a one-convolution program (batch 1, float32, random weights),
 and timed interleaved with eager, medians of rounds. ``rule`` is what the import picks for the
 shape now. The per-tap form has about twice as many dispatches for IREE to compile, so compile
-seconds are reported too. Whole models follow: ``--models`` compiles each with the rule and
-with every convolution per tap (what lowerkit did before the rule took strides and sizes into
-account), with compile seconds and call times.
+seconds are reported too. ``--models resnet18,...`` also compiles whole zoo models with the
+rule and with every eligible convolution per tap, with compile seconds and call times (the
+two are the same program while the rule takes every eligible convolution).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def bench_model(name: str, rounds: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default=",".join(SHAPES), help="shape sets: " + ", ".join(SHAPES))
-    parser.add_argument("--models", default="resnet18", help="zoo models, or '' for none")
+    parser.add_argument("--models", default="", help="zoo models (default: none)")
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--calls", type=int, default=5, help="calls a sample (shapes)")
     parser.add_argument("--json", metavar="FILE")
