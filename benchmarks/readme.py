@@ -300,6 +300,21 @@ def render_backend_call(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- conv_taps.py --json ---------------------------------------------------------------------------
+def render_conv_taps(data: dict, path: str) -> str:
+    lines = [f"| one convolution, batch 1, fp32, ms a call (medians of {data['rounds']}) | eager "
+             "| per tap | im2col | faster | the import picks | compile s, per tap / im2col "
+             "| error / scale |",
+             "| --- | ---: | ---: | ---: | --- | --- | ---: | ---: |"]
+    for r in data["shapes"]:
+        ms, cs = r["ms"], r["compile_s"]
+        lines.append(f"| {r['shape']} | {_num(ms['eager'])} | {_num(ms['per tap'])} "
+                     f"| {_num(ms['im2col'])} | {r['faster']} | {r['rule']} "
+                     f"| {_num(cs['per tap'])} / {_num(cs['im2col'])} "
+                     f"| {_num(r['error_over_scale'])} |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
 # -- tool_startup.py --json ------------------------------------------------------------------------
 def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> str:
     """``lowerkit-opt`` per call and the lit suite, in another tree (``before``) and this one."""
@@ -670,6 +685,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
          " --json benchmarks/results/gemm.json",),
         render_gemm, torch_threads=2),
+    "conv-taps": Block(
+        ("conv-taps.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_taps.py"
+         " --json benchmarks/results/conv-taps.json",),
+        render_conv_taps, torch_threads=2),
     "backend-call": Block(
         ("backend-call.json",),
         (".venv/bin/python benchmarks/backend_call.py --json benchmarks/results/backend-call.json",),
