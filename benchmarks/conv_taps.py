@@ -9,9 +9,9 @@ otherwise IREE takes the convolution whole and builds its im2col matrix (``im2co
 shape is compiled both ways as a one-convolution program (batch 1, float32, random weights),
 and timed interleaved with eager, medians of rounds. ``rule`` is what the import picks for the
 shape now. The per-tap form has about twice as many dispatches for IREE to compile, so compile
-seconds are reported too. ``--models resnet18,...`` also compiles whole zoo models with the
-rule and with every eligible convolution per tap, with compile seconds and call times (the
-two are the same program while the rule takes every eligible convolution).
+seconds are reported too. ``--models resnet18,...`` also compiles whole zoo models with every
+eligible convolution per tap, with none, and with the rule, with compile seconds, dispatch
+counts and call times.
 """
 
 from __future__ import annotations
@@ -110,14 +110,13 @@ def bench_model(name: str, rounds: int) -> dict:
     from lowerkit.zoo import ZOO
 
     model, args, _ = ZOO[name].make()
-    every, every_s = _compile(model, args, True)
-    rule, rule_s = _compile(model, args, None)
-    ms = _time({"eager": lambda: model(*args), "every conv per tap": lambda: every(*args),
-                "rule": lambda: rule(*args)}, rounds, 1)
-    return {"model": name, "ms": ms,
-            "compile_s": {"every conv per tap": every_s, "rule": rule_s},
-            "dispatches": {"every conv per tap": every.compile_stats.get("dispatches"),
-                           "rule": rule.compile_stats.get("dispatches")}}
+    arts, seconds = {}, {}
+    for label, on in (("every conv per tap", True), ("none per tap", False), ("rule", None)):
+        arts[label], seconds[label] = _compile(model, args, on)
+    ms = _time({"eager": lambda: model(*args),
+                **{label: (lambda a=a: a(*args)) for label, a in arts.items()}}, rounds, 1)
+    return {"model": name, "ms": ms, "compile_s": seconds,
+            "dispatches": {label: a.compile_stats.get("dispatches") for label, a in arts.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
