@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import operator
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -148,6 +149,13 @@ def _reads_weights_by_reference(options: dict) -> bool:
         return False
 
 
+# A module's own state as Dynamo names it: ``L['self']._modules['bn']._buffers['running_mean']``.
+# Other tensors under a module are not state: under ``dynamic=True`` Dynamo passes a module's
+# float attributes (``eps``, ``p``, a Conv1D's ``scaling``) as 0-d tensors of its own, which
+# ``.item()`` reads back in the graph.
+_STATE_ENTRY = re.compile(r"\._(parameters|buffers)\[[^\]]+\]$")
+
+
 def _freezable(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[int]:
     """The positions of Dynamo's inputs that are a module's parameters or buffers and may be
     compiled in as constants or read by reference: none that needs a gradient while autograd
@@ -159,8 +167,9 @@ def _freezable(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[
         source = getattr(arg, "source", None)
         if not isinstance(value, torch.Tensor) or source is None:
             continue
-        if not source.guard_source.is_unspecialized_nn_module() and \
-                not isinstance(value, torch.nn.Parameter):
+        if not isinstance(value, torch.nn.Parameter) and not (
+                source.guard_source.is_unspecialized_nn_module()
+                and _STATE_ENTRY.search(source.name)):
             continue
         if value.requires_grad and torch.is_grad_enabled():
             continue

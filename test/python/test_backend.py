@@ -627,3 +627,33 @@ def test_freeze_runs_other_modules_weights_eagerly_not_with_the_frozen_ones():
                                options={"freeze": True, "strict": True})
         with pytest.raises(Exception, match="other than those compiled in"):
             strict(x)
+
+
+class Scaled(torch.nn.Module):
+    """A float attribute used in the graph: under ``dynamic=True`` Dynamo passes it as a 0-d
+    tensor input whose source is the module, but it is not the module's state."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+        self.scale = 0.5
+
+    def forward(self, x):
+        return self.linear(x) * self.scale
+
+
+@pytest.mark.parametrize("freeze", [False, True])
+def test_a_modules_float_attributes_are_not_its_weights(freeze):
+    """GPT-2's ``generate()`` under ``dynamic=True`` gave other tokens than eager: its ``eps``,
+    dropout ``p`` and attention ``scaling`` were taken for weights (compiled in, or bound)."""
+    torch.manual_seed(0)
+    model, x = Scaled().eval(), torch.randn(2, 8)
+    compiled = torch.compile(model, backend=backend.backend, dynamic=True,
+                             options={"freeze": freeze, "strict": True})
+    with torch.no_grad():
+        assert compare(compiled(x), model(x)).ok
+        model.scale = 3.0
+        assert compare(compiled(x), model(x)).ok
+    records = backend.graphs()
+    assert {r.ran for r in records} == {"lowerkit"}
+    assert {r.frozen if freeze else r.weights for r in records} == {2}  # weight and bias
