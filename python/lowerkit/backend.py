@@ -242,6 +242,14 @@ def _weights_for(g: torch.fx.GraphModule) -> "tuple[list[int], dict] | None":
     return [i for i in range(count) if i not in weights], weights
 
 
+def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
+    """The arguments at ``positions``, as a tuple (``operator.itemgetter``, which returns a
+    bare value for one position and fails for none)."""
+    if len(positions) > 1:
+        return operator.itemgetter(*positions)
+    return lambda args: tuple(args[i] for i in positions)
+
+
 class _BoundWeights:
     """Dynamo's inputs that are module state read by reference (as IREE parameters, or as
     ``aot_autograd``'s lifted buffers), and the compiled graphs that read them.
@@ -261,8 +269,7 @@ class _BoundWeights:
         self.uses: list[dict[str, int]] = []  # per compiled graph: parameter name -> slot
         self.active: list[Any] = []           # per compiled graph: its artifact for the set
         self.sets: dict[tuple[int, ...], tuple[list[torch.Tensor], list[Any]]] = {}
-        self.pick = operator.itemgetter(*positions) if len(positions) > 1 else \
-            (lambda args: (args[positions[0]],))
+        self.pick = _picker(positions)
 
     def add(self, art: Any, weights: dict[int, tuple[str, torch.Tensor]]) -> int:
         """Register a compiled graph reading ``weights``; its index in `active`."""
@@ -300,8 +307,7 @@ class _FrozenWeights:
     def __init__(self, positions: list[int], tensors: list[torch.Tensor], gm: Any,
                  strict: bool):
         self.tensors, self.gm, self.strict, self.said = tensors, gm, strict, False
-        self.pick = operator.itemgetter(*positions) if len(positions) > 1 else \
-            (lambda args: (args[positions[0]],))
+        self.pick = _picker(positions)
 
     def others(self, args: Sequence[Any]) -> bool:
         if not any(map(operator.is_not, self.pick(args), self.tensors)):
@@ -410,8 +416,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
             bound = _BoundWeights(state, tensors, twins)
         kept_inputs = [i for i in range(len(example_inputs)) if i not in set(state)]
         compiled = aot(lifted, [example_inputs[i] for i in kept_inputs])
-    pick = operator.itemgetter(*kept_inputs) if len(kept_inputs) > 1 else \
-        (lambda args: [args[i] for i in kept_inputs])
+    pick = _picker(kept_inputs)
 
     def call_frozen(*args: Any) -> Any:
         if frozen:
