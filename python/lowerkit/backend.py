@@ -250,7 +250,21 @@ def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
     return lambda args: tuple(args[i] for i in positions)
 
 
-class _BoundWeights:
+class _ModuleState:
+    """Dynamo's inputs at ``positions`` that are module state, and the tensors there at
+    compile: a call may pass others (another block's, a replaced parameter)."""
+
+    def __init__(self, positions: list[int], tensors: list[torch.Tensor]):
+        self.tensors = tensors
+        self.pick = _picker(positions)
+
+    def changed(self, args: Sequence[Any]) -> tuple | None:
+        """The call's tensors at those positions when any is not the one held, else None."""
+        current = self.pick(args)
+        return current if any(map(operator.is_not, current, self.tensors)) else None
+
+
+class _BoundWeights(_ModuleState):
     """Dynamo's inputs that are module state read by reference (as IREE parameters, or as
     ``aot_autograd``'s lifted buffers), and the compiled graphs that read them.
 
@@ -264,23 +278,21 @@ class _BoundWeights:
 
     def __init__(self, positions: list[int], tensors: list[torch.Tensor],
                  state: list[torch.Tensor]):
-        self.tensors = tensors      # the set bound now: Dynamo's inputs at those positions
+        super().__init__(positions, tensors)  # self.tensors: the set bound now
         self.state = state          # their detached twins that aot_autograd passes on
         self.uses: list[dict[str, int]] = []  # per compiled graph: parameter name -> slot
         self.active: list[Any] = []           # per compiled graph: its artifact for the set
         self.sets: dict[tuple[int, ...], tuple[list[torch.Tensor], list[Any]]] = {}
-        self.pick = _picker(positions)
 
-    def add(self, art: Any, weights: dict[int, tuple[str, torch.Tensor]]) -> int:
-        """Register a compiled graph reading ``weights``; its index in `active`."""
+    def add(self, art: Any, weights: dict[int, tuple[str, torch.Tensor]]) -> None:
+        """Register a compiled graph reading ``weights`` (it is ``active[len(active)]``)."""
         slots = {id(t): i for i, t in enumerate(self.state)}
         self.uses.append({name: slots[id(t)] for name, t in weights.values() if id(t) in slots})
         self.active.append(art)
-        return len(self.active) - 1
 
     def check(self, args: Sequence[Any]) -> None:
-        current = self.pick(args)
-        if any(map(operator.is_not, current, self.tensors)):
+        current = self.changed(args)
+        if current is not None:
             self._switch(list(current))
 
     def _switch(self, current: list[torch.Tensor]) -> None:
@@ -299,18 +311,18 @@ class _BoundWeights:
                 twin.data = tensor.detach()
 
 
-class _FrozenWeights:
+class _FrozenWeights(_ModuleState):
     """The tensors compiled in as constants (``freeze``): a call with others (Dynamo's
     function reused for another block, a replaced parameter) must not get their results;
     it runs Dynamo's graph eagerly, which is recorded (``strict`` raises)."""
 
     def __init__(self, positions: list[int], tensors: list[torch.Tensor], gm: Any,
                  strict: bool):
-        self.tensors, self.gm, self.strict, self.said = tensors, gm, strict, False
-        self.pick = _picker(positions)
+        super().__init__(positions, tensors)
+        self.gm, self.strict, self.said = gm, strict, False
 
     def others(self, args: Sequence[Any]) -> bool:
-        if not any(map(operator.is_not, self.pick(args), self.tensors)):
+        if self.changed(args) is None:
             return False
         why = ("freeze: this call passes parameters other than those compiled in as "
                "constants (the same code reached from another module, e.g. a repeated block, "
