@@ -21,6 +21,8 @@ config.environment["PATH"] = os.pathsep.join([bindir, config.environment.get("PA
 for var in ("HOME", "XDG_RUNTIME_DIR", "LOWERKIT_CACHE_DIR", "TMPDIR", "VK_ICD_FILENAMES"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# a developer's tuning database (lowerkit tune) would change the IR these tests check
+config.environment["LOWERKIT_TUNING_DB"] = "off"
 
 config.substitutions.append(("%PYTHON", python))
 filecheck = shutil.which("FileCheck") or shutil.which("filecheck", path=bindir) or "filecheck"

@@ -51,6 +51,8 @@ _EXPORTS = {
     "Artifact": "runtime.artifact",
     "DeviceTensor": "runtime.executable",
     "Tolerance": "runtime.numerics",
+    "tune": "tools.tune", "TuneReport": "tools.tune",
+    "TuningDatabase": "tuning", "TuningError": "tuning",
     "CoverageReport": "tools.check", "check_program": "tools.check",
     "run_items": "tools.executor", "Item": "tools.executor", "Outcome": "tools.executor",
     "Job": "tools.executor", "InProcessExecutor": "tools.executor",

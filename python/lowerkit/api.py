@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from . import registry
+from . import registry, tuning
 from .cache import CompileCache, recipe_key, resolve_cache
 from .errors import LowerkitError, UnsupportedError
 from .ingress.fingerprint import fingerprint
@@ -100,7 +100,8 @@ def compile(
         if weights != "external":  # inline weights are code: only the traced IR keys them
             return None
         return fingerprint(fn, args, kwargs, dynamic_shapes,
-                           {"recipe": recipe, "weights": weights, "device": device})
+                           {"recipe": recipe, "weights": weights, "device": device,
+                            "tuning": tuning.digest(target)})
 
     art = compile_imported(
         lambda: import_program(fn, args, kwargs, dynamic_shapes, weights), target=target,
@@ -176,7 +177,8 @@ def compile_imported(
 
 def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, device=None,
              iree_phases=False, fingerprint=None):
-    imported = load()
+    with tuning.applied(target) as tuned:
+        imported = load()
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
     if store is not None:
@@ -190,6 +192,7 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
     # Mutated buffers start from this model's values, also when the code came from the cache;
     # its weights are this model's too (the code never holds them).
     art.state = [t.clone() for t in imported.state.values()]
+    art.tuned = dict(tuned)
     if art.parameters:
         art.bind_weights(imported.weights)
     return art

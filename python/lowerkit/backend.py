@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from . import api
+from . import api, tuning
 from .errors import LowerkitError
 from .ingress import decompositions
 from .ingress.graph import import_graph
@@ -414,7 +414,9 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
 
     decompositions.aten_for_prims(gm.graph)
     gm.recompile()
-    with _composites_as_export_keeps_them(example_inputs) as table:
+    # aot_autograd decomposes while it traces (here): the tuned per-shape choices apply there
+    with _composites_as_export_keeps_them(example_inputs) as table, \
+            tuning.applied(opts.get("target", "cpu")):
         aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
                            inference_compiler=compiler("inference"), decompositions=table)
         if not state:

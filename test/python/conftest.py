@@ -38,6 +38,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "runs_target: the test runs its `target` parameter's device; SKIP with the "
         "reason on a machine where IREE opens no such device")
+    # A developer's tuning database (`lowerkit tune`) would change what the import writes; a
+    # test that means to read one names it.
+    os.environ["LOWERKIT_TUNING_DB"] = "off"
     if os.environ.get("LOWERKIT_CACHE_DIR", "").strip().lower() in {"0", "off", "false", "no", "none"}:
         return
     folder = os.environ.get(SESSION_CACHE)

@@ -19,7 +19,9 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   1.8-4.2 ms for the packing, 1.2 ms for the matmul); ``conv_1d_ncw_fcw`` (TCN) is not
   im2col'd at all and runs as a naive loop nest (0.2-0.9 ms for a 32x32x3 conv over 128
   steps). The per-tap matmuls are ordinary data-tiled matmuls on shifted views (the 64x64
-  conv above: 0.9 ms in all, eager 1.4 ms).
+  conv above: 0.9 ms in all, eager 1.4 ms). Neither form wins on every shape and CPU:
+  `taps_pay` is the rule, and a choice measured on this CPU by ``lowerkit tune``
+  (`lowerkit.tuning`) replaces it for that shape.
 
 * ``scaled_dot_product_attention``: kept whole (`_sdpa`), the opposite of a decomposition:
   torch's math form materialises the ``[heads, L, L]`` scores (issue 22: 48x slower than eager
@@ -56,6 +58,8 @@ import threading
 from typing import Any, Callable
 
 import torch
+
+from .. import tuning
 
 aten = torch.ops.aten
 
@@ -171,7 +175,13 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
                                  for v in (stride, padding, dilation))
     if len(stride) != spatial or len(padding) != spatial or len(dilation) != spatial:
         return NotImplemented
-    if not taps_pay(x, w, stride):
+    if not 2 <= taps <= MAX_TAPS:
+        return NotImplemented
+    # A choice measured on this CPU (`lowerkit tune`), else the rule.
+    chosen = tuning.choice_for(tuning.ConvShape(tuple(x.shape), tuple(w.shape), tuple(stride),
+                                                tuple(padding), tuple(dilation),
+                                                bias is not None))
+    if chosen == tuning.IM2COL or (chosen is None and not taps_pay(x, w, stride)):
         return NotImplemented
     n, c = x.shape[:2]
     sizes = x.shape[2:]

@@ -51,6 +51,8 @@ class Artifact:
     cache_hit: bool = False
     # what the compile cache did and why ("hit: fingerprint ...", "miss: ...", "off: ...")
     cache_note: str = "off"
+    # the per-shape choices its import took from the tuning database, by op (`lowerkit.tuning`)
+    tuned: dict = {}
     # the LLVM CPU its CPU code was compiled for: {"cpu": name, "cpu_features": "+avx2,..."}
     cpu: dict | None = None
     # the weights the program reads at load as IREE parameters (`lowerkit.iree.parameters`);
@@ -273,6 +275,10 @@ class Artifact:
             size = sum(math.prod(p.shape) * slot_dtype(p).itemsize for p in self.parameters)
             lines.append(f"weights: {len(self.parameters)} IREE parameters, "
                          f"{size / 2**20:.1f} MiB, read at load (not in the vmfb)")
+        if self.tuned:
+            picked = Counter(self.tuned.values())
+            lines.append(f"tuned on this CPU (lowerkit tune): {len(self.tuned)} convolution(s), "
+                         + ", ".join(f"{n} {c}" for c, n in sorted(picked.items())))
         lines.append(f"compile cache: {self.cache_note}")
         table.caption = "\n".join(lines)
         return table

@@ -1,0 +1,43 @@
+"""``lowerkit tune FILE.py:FACTORY``: measure which form each convolution of a model runs
+fastest in on this CPU, and store the choices for later compiles (`lowerkit.tools.tune`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._console import console as console_
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from lowerkit.tools.tune import ROUNDS
+
+    p.add_argument("model", metavar="FILE.py:FACTORY", help="factory returning (model, args[, kwargs])")
+    p.add_argument("--target", default="cpu",
+                   help="CPU target whose compiles read the choices (default: cpu, this host)")
+    p.add_argument("--database", default=None,
+                   help="tuning database to update (default: $LOWERKIT_TUNING_DB, else "
+                        "$XDG_DATA_HOME/lowerkit/tuning.json)")
+    p.add_argument("--rounds", type=int, default=ROUNDS,
+                   help=f"interleaved rounds per shape (default: {ROUNDS})")
+    p.add_argument("--retune", action="store_true",
+                   help="measure shapes already stored for this CPU again")
+
+
+def main(args: argparse.Namespace) -> int:
+    from lowerkit.tools.tune import tune
+
+    from ._factory import load_case
+
+    console = console_()
+    case = load_case(args.model)
+    with console.status(f"tuning {case.name}") as status:
+        report = tune(case.fn, case.args, case.kwargs, target=args.target,
+                      database=args.database, rounds=args.rounds, retune=args.retune,
+                      dynamic_shapes=case.dynamic_shapes,
+                      progress=lambda text: status.update(f"{case.name}: {text}"))
+    found = len(report.measured) + len(report.known)
+    console.print(report.table(title=f"{case.name}: {found} convolution shape(s) with a choice, "
+                                     f"on {report.cpu}"))
+    for m in report.measured:
+        console.print(f"{m.shape.key}: {m.why}")
+    return 0

@@ -1,0 +1,234 @@
+"""Measure, per convolution shape of a model, which form is faster on this CPU, and store the
+choice (`lowerkit.tuning`) for later compiles (``lowerkit tune``, `tune`).
+
+The choice is between one matmul per kernel tap and IREE's im2col. No fixed rule held:
+`benchmarks/conv_taps.py` found per tap faster on ResNet-18's shallow shapes and im2col on its
+deep ones, and a second run disagreed on several rows. So each shape the model's import asks
+about is compiled alone both ways, at the model's own sizes, and timed interleaved. There are
+``rounds`` rounds, and each times both forms back to back, in alternating order. A form is
+chosen only if it is faster in at least ``agreement`` of the rounds and its median per-round
+ratio beats the other's by ``margin``. Anything else is a tie, and im2col is stored: it has
+fewer dispatches, so the compile is shorter (issue 19).
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import platform
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from .. import tuning
+from ..tuning import IM2COL, TAPS, ConvShape, TuningDatabase, TuningError
+
+ROUNDS = 15
+MARGIN = 0.05
+AGREEMENT = 0.75
+SAMPLE_SECONDS = 0.02  # each timed sample: enough calls to last about this long
+
+
+@dataclass
+class Measurement:
+    """One shape, both forms timed: what was chosen, and on what evidence."""
+
+    shape: ConvShape
+    choice: str
+    why: str
+    ms: dict[str, float]            # median of the rounds, per form
+    ratio: float                    # median over rounds of per-tap time / im2col time
+    taps_wins: int
+    rounds: int
+    compile_s: dict[str, float]
+    dispatches: dict[str, int | None]
+    error_over_scale: dict[str, float]
+    before: str | None = None       # the stored choice this run replaced, if any
+
+    def evidence(self) -> dict:
+        return {"op": self.shape.to_json(), "why": self.why,
+                "ms": {k: round(v, 5) for k, v in self.ms.items()},
+                "ratio": round(self.ratio, 4), "taps_wins": self.taps_wins,
+                "rounds": self.rounds,
+                "compile_s": {k: round(v, 2) for k, v in self.compile_s.items()},
+                "dispatches": self.dispatches,
+                "error_over_scale": self.error_over_scale}
+
+
+@dataclass
+class TuneReport:
+    """What a `tune` run measured, kept and skipped, and where it stored the choices."""
+
+    cpu: str
+    database: Path | None
+    measured: list[Measurement] = field(default_factory=list)
+    known: dict[str, str] = field(default_factory=dict)   # shapes already stored, skipped
+
+    def table(self, title: str | None = None):
+        from rich.table import Table
+
+        table = Table(title=title or f"lowerkit tune: {self.cpu}")
+        for col, just in (("convolution", "left"), ("per tap ms", "right"),
+                          ("im2col ms", "right"), ("per tap / im2col", "right"),
+                          ("per tap won", "right"), ("choice", "left"), ("before", "left")):
+            table.add_column(col, justify=just)
+        for m in self.measured:
+            table.add_row(m.shape.key, f"{m.ms[TAPS]:.3f}", f"{m.ms[IM2COL]:.3f}",
+                          f"{m.ratio:.2f}", f"{m.taps_wins}/{m.rounds}", m.choice,
+                          m.before or "rule")
+        for key, choice in self.known.items():
+            table.add_row(key, "", "", "", "", choice, "stored (--retune measures again)",
+                          style="dim")
+        where = self.database or "not stored"
+        table.caption = (f"a form is chosen when it wins ≥ {AGREEMENT:.0%} of the rounds by a "
+                         f"median ≥ {MARGIN:.0%}; a tie stores im2col · database: {where}")
+        return table
+
+
+def decide(taps: list[float], im2col: list[float], margin: float = MARGIN,
+           agreement: float = AGREEMENT) -> tuple[str, str, float, int]:
+    """The choice from paired per-round timings: (choice, why, median ratio, per-tap wins)."""
+    if not taps or len(taps) != len(im2col):
+        raise TuningError(f"need paired timings, got {len(taps)} and {len(im2col)}")
+    ratios = [t / i for t, i in zip(taps, im2col)]
+    ratio = statistics.median(ratios)
+    wins, n = sum(r < 1 for r in ratios), len(ratios)
+    if ratio <= 1 - margin and wins >= agreement * n:
+        return TAPS, f"per tap faster in {wins}/{n} rounds, median ratio {ratio:.2f}", ratio, wins
+    if ratio >= 1 + margin and n - wins >= agreement * n:
+        return (IM2COL, f"im2col faster in {n - wins}/{n} rounds, median ratio {ratio:.2f}",
+                ratio, wins)
+    return (IM2COL, f"tie (per tap faster in {wins}/{n} rounds, median ratio {ratio:.2f}): "
+                    f"im2col, the shorter compile", ratio, wins)
+
+
+class _OneConvolution(torch.nn.Module):
+    """``shape`` as a program of its own, its weight and bias parameters as in the model."""
+
+    def __init__(self, shape: ConvShape):
+        super().__init__()
+        self.shape = shape
+        self.weight = torch.nn.Parameter(torch.randn(shape.weight) / math.sqrt(
+            math.prod(shape.weight[1:])))
+        self.bias = torch.nn.Parameter(torch.randn(shape.weight[0])) if shape.bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s = self.shape
+        return torch.ops.aten.convolution(x, self.weight, self.bias, list(s.stride),
+                                          list(s.padding), list(s.dilation), False,
+                                          [0] * len(s.stride), 1)
+
+
+def _calls_per_sample(fns: dict[str, Callable]) -> int:
+    slowest = 0.0
+    for f in fns.values():
+        f()
+        start = time.perf_counter()
+        f()
+        slowest = max(slowest, time.perf_counter() - start)
+    return max(1, math.ceil(SAMPLE_SECONDS / max(slowest, 1e-6)))
+
+
+def time_interleaved(fns: dict[str, Callable], rounds: int) -> dict[str, list[float]]:
+    """Per round, each function's mean ms a call over one sample; the order alternates."""
+    calls = _calls_per_sample(fns)
+    names = list(fns)
+    samples: dict[str, list[float]] = {k: [] for k in names}
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            f = fns[name]
+            start = time.perf_counter()
+            for _ in range(calls):
+                f()
+            samples[name].append((time.perf_counter() - start) / calls * 1e3)
+    return samples
+
+
+def measure(shape: ConvShape, target: Any = "cpu", rounds: int = ROUNDS,
+            margin: float = MARGIN, agreement: float = AGREEMENT) -> Measurement:
+    """Compile ``shape`` both ways for ``target``, check both against eager, and time them."""
+    from ..api import compile as compile_program
+    from ..runtime.numerics import compare
+
+    torch.manual_seed(0)
+    program = _OneConvolution(shape).eval()
+    x = torch.randn(shape.input)
+    arts, seconds = {}, {}
+    for form in (TAPS, IM2COL):
+        with tuning.forced(form), tuning.asking() as asked:
+            start = time.perf_counter()
+            arts[form] = compile_program(program, (x,), target=target, cache=False)
+            seconds[form] = time.perf_counter() - start
+        if shape not in asked:  # the import never reached the choice: nothing was compared
+            raise TuningError(f"{shape.key}: the import did not ask for a choice; it is not a "
+                              f"convolution lowerkit writes per tap")
+    with torch.inference_mode():
+        want = program(x)
+        checks = {form: compare(art(x), want) for form, art in arts.items()}
+        wrong = {f: c.message for f, c in checks.items() if not c.ok}
+        if wrong:
+            raise TuningError(f"{shape.key}: a form does not match eager, nothing stored: {wrong}")
+        errors = {f: c.max_rel_error for f, c in checks.items()}
+        samples = time_interleaved({form: (lambda a=art: a(x)) for form, art in arts.items()},
+                                   rounds)
+    choice, why, ratio, wins = decide(samples[TAPS], samples[IM2COL], margin, agreement)
+    return Measurement(shape, choice, why, {k: statistics.median(v) for k, v in samples.items()},
+                       ratio, wins, rounds, seconds,
+                       {f: (a.compile_stats or {}).get("dispatches") for f, a in arts.items()},
+                       errors)
+
+
+def shapes_of(fn: Callable, args: Any = (), kwargs: dict | None = None,
+              dynamic_shapes: Any = None) -> list[ConvShape]:
+    """The convolutions of ``fn(*args, **kwargs)`` whose form is a choice, as its import sees
+    them (the same eligibility: static float32 1-D and 2-D, 2 to 9 taps, ``groups=1``)."""
+    from ..ingress.importer import import_program
+
+    with tuning.asking() as asked:
+        import_program(fn, tuple(args), kwargs, dynamic_shapes)
+    return list(asked)
+
+
+def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: Any = "cpu",
+         database: "str | Path | TuningDatabase | None" = None, rounds: int = ROUNDS,
+         retune: bool = False, dynamic_shapes: Any = None,
+         progress: Callable[[str], None] | None = None) -> TuneReport:
+    """Measure the per-shape choices of ``fn``'s convolutions on this CPU and store them in
+    ``database`` (default: `tuning.default_path`). Shapes already stored for this CPU and IREE
+    are kept unless ``retune``. Later compiles for ``target`` on this CPU read them."""
+    from .bench import cpu_description
+
+    cpu = tuning.cpu_key(target)
+    if cpu is None:
+        raise TuningError(f"target {target!r} has no llvm-cpu device: only CPU choices are "
+                          f"tuned")
+    if isinstance(database, TuningDatabase):
+        db = database
+    else:
+        path = Path(database) if database is not None else tuning.default_path()
+        if path is None:
+            raise TuningError(f"{tuning.ENV} turns the tuning database off: nowhere to store "
+                              f"the choices (pass database=PATH or set {tuning.ENV}=PATH)")
+        db = TuningDatabase(path)
+    report = TuneReport(cpu, db.path)
+    measured_on = {"host": cpu_description()["model"], "machine": platform.machine(),
+                   "torch_threads": torch.get_num_threads()}
+    for shape in shapes_of(fn, args, kwargs, dynamic_shapes):
+        before = db.choice(cpu, shape.key)
+        if before is not None and not retune:
+            report.known[shape.key] = before
+            continue
+        if progress:
+            progress(f"measuring {shape.key}")
+        m = measure(shape, target, rounds)
+        m.before = before
+        report.measured.append(m)
+        db.record(cpu, shape.key, m.choice, {
+            **m.evidence(), "measured_on": measured_on,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
+        db.save()  # after each shape: an interrupted run keeps what it measured
+    return report

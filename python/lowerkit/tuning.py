@@ -1,0 +1,226 @@
+"""Per-shape choices measured on one CPU, stored, and reused by later compiles (issue 22).
+
+Some choices have no answer that holds on every CPU. One of them is whether a small-kernel
+convolution goes per kernel tap (one matmul per tap, `ingress.decompositions`) or to IREE's
+im2col. Which one is faster depends on the shape and the CPU, and on these 2-core machines two
+runs of one configuration can differ by 70 %. So `lowerkit.tools.tune` measures both,
+interleaved and repeated, and stores the outcome here. The import then reads it instead of the
+fixed rule (`decompositions.taps_pay`).
+
+An entry is keyed by the IREE version and the CPU that iree-compile compiles for (its LLVM name
+and features, as `target.resolve_host_cpu` reads them). An entry from another CPU or another
+IREE is never used. The database is a JSON file: ``$LOWERKIT_TUNING_DB``, else
+``$XDG_DATA_HOME/lowerkit/tuning.json`` (``~/.local/share/...``). ``LOWERKIT_TUNING_DB=off``
+turns it off. It is data rather than cache: clearing the compile cache keeps it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from .errors import LowerkitError
+
+ENV = "LOWERKIT_TUNING_DB"
+FORMAT = 1
+# A convolution's two forms (`decompositions._conv_taps`).
+TAPS, IM2COL = "taps", "im2col"
+CHOICES = (TAPS, IM2COL)
+_OFF = {"0", "off", "false", "no", "none"}
+
+
+class TuningError(LowerkitError):
+    """A tuning database that cannot be read or written, or a tuning run that went wrong."""
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    """The convolution a choice is for: everything that decides its code but the values."""
+
+    input: tuple[int, ...]
+    weight: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    bias: bool
+
+    @property
+    def key(self) -> str:
+        dims = lambda v: "x".join(str(int(d)) for d in v)  # noqa: E731
+        return (f"conv{len(self.input) - 2}d in{dims(self.input)} w{dims(self.weight)} "
+                f"s{dims(self.stride)} p{dims(self.padding)} d{dims(self.dilation)}"
+                f"{' bias' if self.bias else ''}")
+
+    def to_json(self) -> dict:
+        return {"input": list(self.input), "weight": list(self.weight),
+                "stride": list(self.stride), "padding": list(self.padding),
+                "dilation": list(self.dilation), "bias": self.bias}
+
+    @staticmethod
+    def from_json(d: dict) -> "ConvShape":
+        return ConvShape(*(tuple(d[k]) for k in ("input", "weight", "stride", "padding",
+                                                  "dilation")), bool(d["bias"]))
+
+
+def cpu_key(target: Any = "cpu") -> str | None:
+    """Whose measurements apply to a compile for ``target``: the IREE version and the llvm-cpu
+    CPU it resolves to (name and a hash of its features); None for a target without llvm-cpu."""
+    from importlib.metadata import version
+
+    from . import target as targets
+
+    t = targets.Target.parse(target)
+    if "llvm-cpu" not in t.backend:
+        return None
+    flags = targets.llvmcpu_flags(t.flags) or (f"--iree-llvmcpu-target-cpu={targets.HOST}",)
+    cpu = targets.resolve_host_cpu(tuple(flags))
+    features = hashlib.sha256(cpu.get("cpu_features", "").encode()).hexdigest()[:12]
+    return f"iree {version('iree-base-compiler')} {cpu.get('cpu', '?')} {features}"
+
+
+class TuningDatabase:
+    """The stored choices, by CPU key and op key, each with the measurements behind it."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.entries: dict[str, dict[str, dict]] = {}
+        if self.path.exists():
+            try:
+                data = json.loads(self.path.read_text())
+                if data.get("format") != FORMAT:
+                    raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
+                self.entries = {cpu: dict(ops) for cpu, ops in data["entries"].items()}
+                for ops in self.entries.values():
+                    for op, entry in ops.items():
+                        if entry.get("choice") not in CHOICES:
+                            raise ValueError(f"{op}: choice {entry.get('choice')!r} is not one "
+                                             f"of {CHOICES}")
+            except (OSError, ValueError, KeyError, AttributeError, TypeError) as e:
+                raise TuningError(f"tuning database {self.path} cannot be read: {e} (fix it, "
+                                  f"delete it, or set {ENV}=off)") from e
+
+    def choice(self, cpu: str | None, op: str) -> str | None:
+        entry = self.entries.get(cpu or "", {}).get(op)
+        return entry["choice"] if entry else None
+
+    def record(self, cpu: str, op: str, choice: str, evidence: dict) -> None:
+        if choice not in CHOICES:
+            raise TuningError(f"{op}: choice {choice!r} is not one of {CHOICES}")
+        self.entries.setdefault(cpu, {})[op] = {"choice": choice, **evidence}
+
+    def choices(self, cpu: str | None) -> dict[str, str]:
+        return {op: e["choice"] for op, e in self.entries.get(cpu or "", {}).items()}
+
+    def digest(self, cpu: str | None) -> str:
+        """A hash of the choices for ``cpu``: a compile's cache fingerprint carries it, so that
+        a changed choice never answers with code built under the old one."""
+        text = json.dumps(sorted(self.choices(cpu).items()))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def save(self) -> None:
+        """Write atomically (temporary file, then rename): a reader never sees half a file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"format": FORMAT, "entries": self.entries}, indent=1, sort_keys=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tuning-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text + "\n")
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def default_path() -> Path | None:
+    """``$LOWERKIT_TUNING_DB``, else the XDG data folder's; None when turned off."""
+    value = os.environ.get(ENV, "").strip()
+    if value.lower() in _OFF:
+        return None
+    if value:
+        return Path(value).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "lowerkit" / "tuning.json"
+
+
+def open_database(path: "str | Path | None" = None) -> TuningDatabase | None:
+    """The database at ``path`` (default: `default_path`); None when off or when no file is
+    there yet (nothing was tuned, and a compile then resolves no CPU for it)."""
+    path = Path(path) if path is not None else default_path()
+    if path is None or not path.exists():
+        return None
+    return TuningDatabase(path)
+
+
+class _Active(threading.local):
+    """The choices that apply to the import running on this thread, and the shapes it asked."""
+
+    choices: dict[str, str] | None = None
+    forced: str | None = None
+    asked: list | None = None
+    used: dict[str, str] | None = None
+
+
+_active = _Active()
+
+
+def choice_for(shape: ConvShape) -> str | None:
+    """What the import should do with ``shape``: a stored or forced choice, or None for the
+    rule. Called by the decompositions while they trace."""
+    if _active.asked is not None and shape not in _active.asked:
+        _active.asked.append(shape)
+    chosen = _active.forced or (_active.choices or {}).get(shape.key)
+    if chosen is not None and _active.used is not None:
+        _active.used[shape.key] = chosen
+    return chosen
+
+
+@contextlib.contextmanager
+def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[dict[str, str]]:
+    """Imports inside read ``database``'s choices for ``target``'s CPU (default: the default
+    database). Yields the choices they used, by op key."""
+    db = database if database is not None else open_database()
+    cpu = cpu_key(target) if db is not None and db.entries else None
+    before = (_active.choices, _active.used)
+    _active.choices, _active.used = (db.choices(cpu) if db is not None else {}), {}
+    try:
+        yield _active.used
+    finally:
+        _active.choices, _active.used = before
+
+
+def digest(target: Any, database: "TuningDatabase | None" = None) -> str:
+    """`TuningDatabase.digest` of the default database for ``target`` ("" when there is none)."""
+    db = database if database is not None else open_database()
+    if db is None or not db.entries:
+        return ""
+    return db.digest(cpu_key(target))
+
+
+@contextlib.contextmanager
+def forced(choice: str | None) -> Iterator[None]:
+    """Imports inside make every eligible convolution ``choice`` (the tuner's two candidates)."""
+    if choice is not None and choice not in CHOICES:
+        raise TuningError(f"choice {choice!r} is not one of {CHOICES}")
+    before, _active.forced = _active.forced, choice
+    try:
+        yield
+    finally:
+        _active.forced = before
+
+
+@contextlib.contextmanager
+def asking() -> Iterator[list]:
+    """Collects the shapes the imports inside ask a choice for (what a tuner measures)."""
+    before, _active.asked = _active.asked, []
+    try:
+        yield _active.asked
+    finally:
+        _active.asked = before

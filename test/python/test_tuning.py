@@ -1,0 +1,178 @@
+"""Per-shape choices measured on this CPU (`lowerkit tune`, `lowerkit.tuning`): stored, read by
+later compiles on the same CPU and IREE only, never answered stale from the cache."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import lowerkit
+from lowerkit import tuning
+from lowerkit.cli import main as cli
+from lowerkit.ingress.importer import import_program
+from lowerkit.runtime.numerics import compare
+from lowerkit.tools.tune import decide
+from lowerkit.tuning import IM2COL, TAPS, TuningDatabase, TuningError
+
+
+class TwoConvs(torch.nn.Module):
+    """One convolution the rule writes per tap (16 channels) and one it leaves to im2col
+    (4 input channels, fewer than `decompositions.MIN_TAP_CHANNELS`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.wide = torch.nn.Conv2d(16, 4, 3, padding=1)
+        self.thin = torch.nn.Conv2d(4, 8, 3, stride=2, padding=1, bias=False)
+
+    def forward(self, x):
+        return self.thin(torch.relu(self.wide(x)))
+
+
+WIDE = "conv2d in1x16x12x12 w4x16x3x3 s1x1 p1x1 d1x1 bias"
+THIN = "conv2d in1x4x12x12 w8x4x3x3 s2x2 p1x1 d1x1"
+
+
+def two_convs():
+    torch.manual_seed(0)
+    return TwoConvs().eval(), (torch.randn(1, 16, 12, 12),)
+
+
+def _whole(module) -> list[str]:
+    """The result types of the convolutions an imported module keeps whole (for im2col)."""
+    return [line.rsplit("->", 1)[1].strip() for line in str(module).splitlines()
+            if "torch.aten.convolution" in line]
+
+
+# what the module keeps whole: by the rule the thin convolution, by the database below the wide
+THIN_WHOLE = ["!torch.vtensor<[1,8,6,6],f32>"]
+WIDE_WHOLE = ["!torch.vtensor<[1,4,12,12],f32>"]
+
+
+def _database(tmp_path, choices: dict[str, str], cpu: str | None = None) -> TuningDatabase:
+    db = TuningDatabase(tmp_path / "tuning.json")
+    for op, choice in choices.items():
+        db.record(cpu or tuning.cpu_key("cpu"), op, choice, {"why": "written by the test"})
+    db.save()
+    return db
+
+
+def test_the_rule_decides_without_a_database():
+    model, args = two_convs()
+    with tuning.applied("cpu", TuningDatabase("/nonexistent/tuning.json")) as used:
+        imported = import_program(model, args)
+    assert _whole(imported.module) == THIN_WHOLE and used == {}
+
+
+def test_a_stored_choice_decides_each_convolutions_form(tmp_path, monkeypatch):
+    model, args = two_convs()
+    db = _database(tmp_path, {WIDE: IM2COL, THIN: TAPS})  # the opposite of the rule, both
+    with tuning.applied("cpu", db) as used:
+        imported = import_program(model, args)
+    assert _whole(imported.module) == WIDE_WHOLE
+    assert str(imported.module).count("torch.aten.mm ") == 9  # the thin one's taps
+    assert used == {WIDE: IM2COL, THIN: TAPS}
+    monkeypatch.setenv(tuning.ENV, str(db.path))
+    art = lowerkit.compile(model, args, cache=False)
+    assert art.tuned == {WIDE: IM2COL, THIN: TAPS}
+    with torch.no_grad():
+        assert compare(art(*args), model(*args)).ok
+
+
+def test_choices_of_another_cpu_or_iree_are_not_used(tmp_path):
+    model, args = two_convs()
+    here = tuning.cpu_key("cpu")
+    other_iree = here.replace("iree 3.13.0", "iree 3.12.0")
+    assert other_iree != here
+    for cpu in (other_iree, "iree 3.13.0 sapphirerapids 000000000000"):
+        db = _database(tmp_path, {WIDE: IM2COL, THIN: TAPS}, cpu)
+        with tuning.applied("cpu", db) as used:
+            imported = import_program(model, args)
+        assert used == {} and _whole(imported.module) == THIN_WHOLE, cpu
+    # a compile for another named CPU does not read the host's measurements
+    db = _database(tmp_path, {WIDE: IM2COL, THIN: TAPS})
+    assert tuning.cpu_key("cpu:x86-64-v3") != here
+    with tuning.applied("cpu:x86-64-v3", db) as used:
+        import_program(model, args)
+    assert used == {}
+
+
+def test_a_changed_choice_is_not_answered_from_the_cache(tmp_path, monkeypatch):
+    model, args = two_convs()
+    cache = lowerkit.CompileCache(tmp_path / "cache")
+    monkeypatch.setenv(tuning.ENV, str(_database(tmp_path, {WIDE: TAPS}).path))
+    first = lowerkit.compile(model, args, cache=cache)
+    again = lowerkit.compile(model, args, cache=cache)
+    assert again.cache_hit  # the same choices: the cache answers
+    _database(tmp_path, {WIDE: IM2COL})
+    changed = lowerkit.compile(model, args, cache=cache)
+    assert not changed.cache_hit, changed.cache_note
+    assert changed.tuned == {WIDE: IM2COL} and first.tuned == {WIDE: TAPS}
+    with torch.no_grad():
+        assert compare(changed(*args), model(*args)).ok
+
+
+def test_torch_compile_reads_the_stored_choices(tmp_path, monkeypatch):
+    model, args = two_convs()
+    monkeypatch.setenv(tuning.ENV, str(_database(tmp_path, {WIDE: IM2COL, THIN: TAPS}).path))
+    torch._dynamo.reset()
+    from lowerkit.backend import explain
+
+    with torch.no_grad():
+        found = explain(model, *args)
+        want = model(*args)
+    [graph] = [g for g in found.graphs if g.artifact is not None]
+    ops = graph.artifact.records[0].ops
+    assert ops.get("torch.aten.convolution") == 1 and ops.get("torch.aten.mm") == 9, ops
+    assert compare(found.result, want).ok
+
+
+DECISIONS = [  # (per-tap times, im2col times a round, what is chosen, why)
+    ([0.8] * 9, [1.0] * 9, TAPS, "per tap faster in 9/9"),
+    ([1.2] * 9, [1.0] * 9, IM2COL, "im2col faster in 9/9"),
+    # faster by the median but in only 5 of 9 rounds: noise, a tie
+    ([0.7, 0.7, 0.7, 0.7, 0.7, 1.1, 1.1, 1.1, 1.1], [1.0] * 9, IM2COL, "tie"),
+    # faster in every round but by 2 %: a tie
+    ([0.98] * 9, [1.0] * 9, IM2COL, "tie"),
+]
+
+
+def test_a_form_is_chosen_only_on_consistent_evidence():
+    for taps, im2col, choice, why in DECISIONS:  # one test: each case takes microseconds
+        got, reason, ratio, wins = decide(taps, im2col)
+        assert got == choice and reason.startswith(why), (taps, reason)
+
+
+def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, monkeypatch, capsys):
+    factory = tmp_path / "model.py"
+    factory.write_text(f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+                       "from test_tuning import two_convs\n")
+    path = tmp_path / "tuning.json"
+    assert cli(["tune", f"{factory}:two_convs", "--database", str(path), "--rounds", "3"]) == 0
+    assert "2 convolution shape(s)" in capsys.readouterr().out
+    stored = json.loads(path.read_text())["entries"][tuning.cpu_key("cpu")]
+    assert set(stored) == {WIDE, THIN}
+    for entry in stored.values():
+        assert entry["choice"] in (TAPS, IM2COL) and entry["rounds"] == 3
+        assert set(entry["ms"]) == {TAPS, IM2COL} and all(v > 0 for v in entry["ms"].values())
+        # both forms were really compiled, and differently
+        assert entry["dispatches"][TAPS] != entry["dispatches"][IM2COL], entry
+        assert max(entry["error_over_scale"].values()) <= 1e-4
+    # stored shapes are not measured again; a compile reads them
+    again = lowerkit.tune(*two_convs(), database=path, rounds=3)
+    assert again.measured == [] and again.known == {k: e["choice"] for k, e in stored.items()}
+    monkeypatch.setenv(tuning.ENV, str(path))
+    assert lowerkit.compile(*two_convs(), cache=False).tuned == again.known
+
+
+def test_a_malformed_database_is_named_in_the_error(tmp_path, monkeypatch):
+    path = tmp_path / "tuning.json"
+    path.write_text('{"format": 1, "entries": {"x": {"conv": {"choice": "fastest"}}}}')
+    monkeypatch.setenv(tuning.ENV, str(path))
+    with pytest.raises(TuningError, match=rf"{path}.*'fastest'.*{tuning.ENV}=off"):
+        lowerkit.compile(*two_convs(), cache=False)
+    path.write_text("{not json")
+    with pytest.raises(TuningError, match=str(path)):
+        lowerkit.compile(*two_convs(), cache=False)
