@@ -315,6 +315,36 @@ def render_conv_taps(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- tuned.py --json -------------------------------------------------------------------------------
+def render_tuned(data: dict, path: str) -> str:
+    lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | eager | torch.compile "
+             "| rule | tuned | no per tap | tuned × eager | tuned × rule "
+             "| compile s: rule / tuned / no per tap | dispatches | tuning s |",
+             "| --- |" + " ---: |" * 10]
+    shapes = []
+    for r in data["models"]:
+        ms, cs, d = r["ms"], r["compile_s"], r["dispatches"]
+        bad = [k for k, e in r["errors"].items() if not e["ok"]]
+        if bad:
+            raise ResultError(f"{path}: {r['model']}: {bad} did not match eager")
+        lines.append(f"| {r['model']} | " + " | ".join(_num(ms[k]) for k in (
+            "eager", "torch.compile", "rule", "tuned", "no per tap"))
+            + f" | {_ratio(ms['eager'] / ms['tuned'])} | {_ratio(ms['rule'] / ms['tuned'])}"
+            f" | {_seconds(cs['rule'])} / {_seconds(cs['tuned'])} / {_seconds(cs['no per tap'])}"
+            f" | {d['rule']} / {d['tuned']} / {d['no per tap']} | {_num(r['tune_s'])} |")
+        for sh in r["shapes"]:
+            shapes.append(f"| {r['model']} | `{sh['op']}` | {_num(sh['ms']['taps'])} "
+                          f"| {_num(sh['ms']['im2col'])} | {sh['choice']} | {sh['why']} |")
+    table = "\n".join(lines)
+    per_shape = "\n".join([f"| model | convolution | per tap ms | im2col ms | stored | why "
+                           f"({data['tune_rounds']} rounds) |",
+                           "| --- | --- | ---: | ---: | --- | --- |", *shapes])
+    worst = max(e["max_rel_error"] for r in data["models"] for e in r["errors"].values())
+    return (f"{table}\n\n{per_shape}\n\nEvery compiled form matches eager (largest error "
+            f"{_num(worst, 2)} of the output's scale). Load average {_num(data['load_after'], 2)} "
+            f"at the end of the run.\n\n{provenance(path, data['meta'])}")
+
+
 # -- tool_startup.py --json ------------------------------------------------------------------------
 def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> str:
     """``lowerkit-opt`` per call and the lit suite, in another tree (``before``) and this one."""
@@ -690,6 +720,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_taps.py"
          " --json benchmarks/results/conv-taps.json",),
         render_conv_taps, torch_threads=2),
+    "tuned": Block(
+        ("tuned.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/tuned.py"
+         " --json benchmarks/results/tuned.json",),
+        render_tuned, torch_threads=2),
     "backend-call": Block(
         ("backend-call.json",),
         (".venv/bin/python benchmarks/backend_call.py --json benchmarks/results/backend-call.json",),
