@@ -27,7 +27,7 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
-MODELS = ["resnet18", "unet_small", "tcn"]
+MODELS = ["resnet18", "resnet50", "unet_small", "tcn"]
 
 
 def bench_model(name: str, rounds: int, tune_rounds: int) -> dict:
