@@ -85,10 +85,13 @@ def provenance(path: str, meta: dict) -> str:
     flags = " ".join(cpu.get("flags") or []) or "no AVX-512/AMX"
     threads = meta.get("threads", {})
     load = meta.get("load_average") or [math.nan]
+    tuned = meta.get("tuning")
+    tuned = (f", {len(tuned['choices'])} convolution forms read from a tuning database "
+             f"(lowerkit tune)" if tuned else "")
     return (f"<sub>`{path}`: commit `{commit}`, {meta.get('date', '?')}, "
             f"{cpu.get('model', '?')} ({flags}), {cpu.get('cores_usable') or cpu.get('cores')} "
             f"cores, {threads.get('torch', '?')} torch threads, load average "
-            f"{_num(load[0], 2)} at the start; `{meta.get('command', '?')}`</sub>")
+            f"{_num(load[0], 2)} at the start{tuned}; `{meta.get('command', '?')}`</sub>")
 
 
 def load_result(results: Path, name: str) -> dict:

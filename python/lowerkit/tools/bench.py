@@ -103,9 +103,22 @@ def run_metadata(command: str | None = None) -> dict:
                                              "iree-base-runtime", "lowerkit")},
         "iree_cpu_flags": list(CPU_SPEED_FLAGS),
         "env": {k: os.environ[k] for k in ("LOWERKIT_CPU_DRIVER", "LOWERKIT_DECOMPOSITIONS",
-                                            "OMP_WAIT_POLICY", "OMP_NUM_THREADS")
+                                            "OMP_WAIT_POLICY", "OMP_NUM_THREADS",
+                                            "LOWERKIT_TUNING_DB")
                 if k in os.environ},
+        "tuning": _tuning_in_use(),
     }
+
+
+def _tuning_in_use() -> dict | None:
+    """The tuned choices this host's compiles read (`lowerkit.tuning`), if any: they change
+    what is timed."""
+    from .. import tuning
+
+    db = tuning.open_database()
+    if db is None or not db.entries:
+        return None
+    return {"path": str(db.path), "choices": db.choices(tuning.cpu_key("cpu"))}
 
 
 @dataclass
