@@ -637,6 +637,12 @@ BLOCKS: dict[str, Block] = {
         (".venv/bin/python benchmarks/compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,"
          "gpt2_base --json benchmarks/results/compile-cold.json",),
         render_compile_cold),
+    "compile-cold-tuned": Block(
+        ("compile-cold-tuned.json",),
+        ("LOWERKIT_TUNING_DB=benchmarks/results/tuning-resnet.json .venv/bin/python "
+         "benchmarks/compile_cold.py resnet18,resnet50 "
+         "--json benchmarks/results/compile-cold-tuned.json",),
+        render_compile_cold),
     "compile-time": Block(
         ("compile-time.json",),
         (".venv/bin/python benchmarks/compile_time.py resnet18,resnet50 --repeats 3"
