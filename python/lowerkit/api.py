@@ -181,18 +181,22 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
         imported = load()
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
-    if store is not None:
-        art = store.lookup_or_compile(
-            imported, pipe, target, iree_flags, device,
-            lambda: _lower(imported, records, target, pipe, dump, instruments, iree_flags, device),
-            fingerprint)
-    else:
+
+    def lower(phases: bool = False) -> Artifact:
         art = _lower(imported, records, target, pipe, dump, instruments, iree_flags, device,
-                     iree_phases)
+                     phases)
+        art.tuned = dict(tuned)  # before the cache stores it: a fingerprint hit says it too
+        return art
+
+    if store is not None:
+        art = store.lookup_or_compile(imported, pipe, target, iree_flags, device, lower,
+                                      fingerprint)
+    else:
+        art = lower(iree_phases)
     # Mutated buffers start from this model's values, also when the code came from the cache;
     # its weights are this model's too (the code never holds them).
     art.state = [t.clone() for t in imported.state.values()]
-    art.tuned = dict(tuned)
+    art.tuned = dict(tuned)  # this import's (a program-key hit may come from an equal program)
     if art.parameters:
         art.bind_weights(imported.weights)
     return art

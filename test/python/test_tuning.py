@@ -105,7 +105,8 @@ def test_a_changed_choice_is_not_answered_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv(tuning.ENV, str(_database(tmp_path, {WIDE: TAPS}).path))
     first = lowerkit.compile(model, args, cache=cache)
     again = lowerkit.compile(model, args, cache=cache)
-    assert again.cache_hit  # the same choices: the cache answers
+    assert again.cache_hit  # the same choices: the cache answers, and says what they were
+    assert again.tuned == {WIDE: TAPS}, again.cache_note
     _database(tmp_path, {WIDE: IM2COL})
     changed = lowerkit.compile(model, args, cache=cache)
     assert not changed.cache_hit, changed.cache_note

@@ -308,6 +308,7 @@ class Artifact:
             "compile_stats": self.compile_stats,
             "cpu": self.cpu,
             "parameters": slots_json(self.parameters),
+            "tuned": self.tuned,
         }
         tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as z:
@@ -346,6 +347,7 @@ class Artifact:
                        CallSignature.from_json(meta["signature"]), records, device)
         art.compile_stats = meta.get("compile_stats")
         art.cpu = meta.get("cpu")  # checked against this host when the module loads
+        art.tuned = meta.get("tuned") or {}
         art.parameters = [ParameterSlot.from_json(d) for d in meta.get("parameters", [])]
         if art.parameters:
             if weights is not None:
