@@ -30,7 +30,8 @@ from .errors import LowerkitError
 
 ENV = "LOWERKIT_TUNING_DB"
 FORMAT = 1
-# A convolution's two forms (`decompositions._conv_taps`).
+# A convolution's two forms (`decompositions._conv_taps`): per kernel tap, or whole to IREE
+# (im2col for a dense convolution, IREE's depthwise kernel for a depthwise one).
 TAPS, IM2COL = "taps", "im2col"
 CHOICES = (TAPS, IM2COL)
 _OFF = {"0", "off", "false", "no", "none"}
@@ -50,23 +51,25 @@ class ConvShape:
     padding: tuple[int, ...]
     dilation: tuple[int, ...]
     bias: bool
+    groups: int = 1           # 1, or the channel count of a depthwise convolution
 
     @property
     def key(self) -> str:
         dims = lambda v: "x".join(str(int(d)) for d in v)  # noqa: E731
         return (f"conv{len(self.input) - 2}d in{dims(self.input)} w{dims(self.weight)} "
                 f"s{dims(self.stride)} p{dims(self.padding)} d{dims(self.dilation)}"
-                f"{' bias' if self.bias else ''}")
+                f"{f' g{self.groups}' if self.groups != 1 else ''}{' bias' if self.bias else ''}")
 
     def to_json(self) -> dict:
         return {"input": list(self.input), "weight": list(self.weight),
                 "stride": list(self.stride), "padding": list(self.padding),
-                "dilation": list(self.dilation), "bias": self.bias}
+                "dilation": list(self.dilation), "bias": self.bias, "groups": self.groups}
 
     @staticmethod
     def from_json(d: dict) -> "ConvShape":
         return ConvShape(*(tuple(d[k]) for k in ("input", "weight", "stride", "padding",
-                                                  "dilation")), bool(d["bias"]))
+                                                  "dilation")), bool(d["bias"]),
+                         int(d.get("groups", 1)))
 
 
 def cpu_key(target: Any = "cpu") -> str | None:
@@ -197,7 +200,10 @@ def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[d
 
 
 def digest(target: Any, database: "TuningDatabase | None" = None) -> str:
-    """`TuningDatabase.digest` of the default database for ``target`` ("" when there is none)."""
+    """`TuningDatabase.digest` of the default database for ``target`` ("" when there is none),
+    or the form `forced` makes every convolution take."""
+    if _active.forced is not None:
+        return f"forced {_active.forced}"
     db = database if database is not None else open_database()
     if db is None or not db.entries:
         return ""

@@ -127,6 +127,37 @@ def test_convolution_per_tap_matches_eager(name, conv, shape):
     assert_matches(got, expected)
 
 
+DEPTHWISE = [  # (convolution, input shape): the per-tap form's shapes, one test for all
+    (torch.nn.Conv2d(16, 16, 3, 1, 1, groups=16), (2, 16, 12, 10)),
+    (torch.nn.Conv2d(8, 8, (3, 1), 1, (2, 0), dilation=(2, 1), groups=8, bias=False), (1, 8, 9, 7)),
+    (torch.nn.Conv1d(12, 12, 5, padding=2, groups=12), (1, 12, 30)),
+    # strided: by phases of the input (`_depthwise_by_phases`), odd and even sizes
+    (torch.nn.Conv2d(6, 6, 3, 2, 1, groups=6), (1, 6, 11, 9)),
+    (torch.nn.Conv2d(8, 8, 3, (2, 3), (2, 0), dilation=(2, 1), groups=8), (2, 8, 13, 12)),
+    (torch.nn.Conv1d(12, 12, 5, stride=3, dilation=2, groups=12, bias=False), (1, 12, 40)),
+]
+
+
+def test_depthwise_convolutions_per_tap_match_eager():
+    """A depthwise convolution is a sum of per-channel multiplies, one per tap: IREE's
+    depthwise kernel was slower at every MobileNetV2 shape (benchmarks/depthwise.py)."""
+    from lowerkit import tuning
+
+    for conv, shape in DEPTHWISE:
+        torch.manual_seed(0)
+        conv = conv.eval()
+        x = torch.randn(*shape)
+        ops = lowered_ops(conv, (x,))
+        art = lowerkit.compile(conv, (x,), cache=False)
+        assert not any("conv" in op for op in ops), (conv, ops)
+        with torch.no_grad():
+            assert_matches(art(x), conv(x))
+    # a stored choice of the whole form leaves it to IREE's depthwise kernel
+    with tuning.forced(tuning.IM2COL):
+        ops = lowered_ops(DEPTHWISE[0][0], (torch.randn(*DEPTHWISE[0][1]),))
+    assert "linalg.depthwise_conv_2d_nchw_chw" in ops, ops
+
+
 def test_convolutions_become_matmuls():
     conv2d = torch.nn.Conv2d(16, 8, 3, 1, 1)
     conv1d = torch.nn.Conv1d(16, 8, 3, dilation=2)
@@ -145,7 +176,8 @@ def test_3d_convolutions_become_2d_ones():
 
 @pytest.mark.parametrize("conv,shape,conv_op", [
     (torch.nn.Conv2d(3, 8, 3, 1, 1), (1, 3, 8, 8), "linalg.conv_2d_nchw_fchw"),  # few channels
-    (torch.nn.Conv2d(16, 16, 3, 1, 1, groups=16), (1, 16, 8, 8),
+    # depthwise with 25 taps: more than the per-tap form takes
+    (torch.nn.Conv2d(16, 16, 5, 2, 2, groups=16), (1, 16, 8, 8),
      "linalg.depthwise_conv_2d_nchw_chw"),
     (torch.nn.Conv2d(16, 8, 1), (1, 16, 8, 8), "linalg.conv_2d_nchw_fchw"),  # one tap: IREE's matmul
     (torch.nn.Conv2d(16, 8, 5, 1, 2), (1, 16, 8, 8), "linalg.conv_2d_nchw_fchw"),  # 25 taps

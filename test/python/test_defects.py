@@ -343,15 +343,20 @@ class ShuffleUnit(torch.nn.Module):
 @pytest.mark.parametrize("vk", ["vulkan", "vulkan:llvmpipe"])
 def test_shufflenet_unit_on_vulkan(vk):
     """IREE's SPIR-V depthwise conv got every channel after the first wrong on the portable
-    target: 0.11 of the scale off, silently (`reorder-depthwise-convs`)."""
+    target: 0.11 of the scale off, silently (`reorder-depthwise-convs`). The import now
+    writes a 3x3 depthwise conv per tap; a stored choice (`lowerkit tune`) can still leave it
+    to IREE, so both forms are checked."""
+    from lowerkit import tuning
+
     torch.manual_seed(0)
     unit = torch.nn.Sequential(ShuffleUnit(), ShuffleUnit()).eval()
     for m in unit.modules():
         if isinstance(m, torch.nn.BatchNorm2d):
             m.running_mean.uniform_(-0.5, 0.5)
             m.running_var.uniform_(0.5, 2.0)
-    with torch.no_grad():
-        _check(unit, torch.randn(1, 16, 12, 12), target=vk)
+    for form in (None, tuning.IM2COL):
+        with torch.no_grad(), tuning.forced(form):
+            _check(unit, torch.randn(1, 16, 12, 12), target=vk)
 
 
 @pytest.mark.parametrize("conv", [
@@ -360,10 +365,15 @@ def test_shufflenet_unit_on_vulkan(vk):
     torch.nn.Conv2d(4, 4, 3, padding=2, dilation=2, groups=4),
 ], ids=["1d", "2d-stride2", "2d-dilation2"])
 def test_depthwise_convs_on_the_portable_vulkan_target(conv):
+    """Per tap (the import's default) and whole (IREE's depthwise kernel, as a stored
+    choice can ask), each on the portable target."""
+    from lowerkit import tuning
+
     torch.manual_seed(1)
     x = torch.randn(2, 4, *([9] * (conv.weight.dim() - 2)))
-    with torch.no_grad():
-        _check(conv.eval(), x, target="vulkan")
+    for form in (None, tuning.IM2COL):
+        with torch.no_grad(), tuning.forced(form):
+            _check(conv.eval(), x, target="vulkan")
 
 
 class _MergedDynamicDims(torch.nn.Module):

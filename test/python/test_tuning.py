@@ -111,6 +111,10 @@ def test_a_changed_choice_is_not_answered_from_the_cache(tmp_path, monkeypatch):
     changed = lowerkit.compile(model, args, cache=cache)
     assert not changed.cache_hit, changed.cache_note
     assert changed.tuned == {WIDE: IM2COL} and first.tuned == {WIDE: TAPS}
+    # a forced form (the tuner's candidates, a test's) is not answered by the stored ones
+    with tuning.forced(TAPS):
+        forced = lowerkit.compile(model, args, cache=cache)
+    assert forced.tuned == {WIDE: TAPS, THIN: TAPS}, forced.cache_note
     with torch.no_grad():
         assert compare(changed(*args), model(*args)).ok
 

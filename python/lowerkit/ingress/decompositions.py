@@ -19,7 +19,11 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   1.8-4.2 ms for the packing, 1.2 ms for the matmul); ``conv_1d_ncw_fcw`` (TCN) is not
   im2col'd at all and runs as a naive loop nest (0.2-0.9 ms for a 32x32x3 conv over 128
   steps). The per-tap matmuls are ordinary data-tiled matmuls on shifted views (the 64x64
-  conv above: 0.9 ms in all, eager 1.4 ms). Neither form wins on every shape and CPU:
+  conv above: 0.9 ms in all, eager 1.4 ms). A depthwise convolution (``groups`` = channels)
+  goes per tap too, as a per-channel multiply of each tap's window, and a strided one reads
+  its windows from phases of the input (`_depthwise_by_phases`). IREE's depthwise kernel was
+  1.9-5.6x slower at stride 1 on MobileNetV2's shapes, and the phases halve the strided ones
+  (benchmarks/depthwise.py). Neither form wins on every shape and CPU:
   `taps_pay` is the rule, and a choice measured on this CPU by ``lowerkit tune``
   (`lowerkit.tuning`) replaces it for that shape.
 
@@ -152,19 +156,50 @@ MIN_TAP_CHANNELS = 8
 MAX_TAPS = 9
 
 
-def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int]) -> bool:
-    """Whether a convolution of ``x`` by ``w`` goes per tap rather than to IREE's im2col."""
+def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int], groups: int = 1) -> bool:
+    """Whether a convolution of ``x`` by ``w`` goes per tap rather than whole to IREE (im2col
+    for a dense one, its depthwise kernel for a depthwise one): the rule where no measured
+    choice is stored (`lowerkit.tuning`)."""
     taps = 1
     for k in w.shape[2:]:
         taps *= k
-    return 2 <= taps <= MAX_TAPS and x.shape[1] >= MIN_TAP_CHANNELS
+    if not 2 <= taps <= MAX_TAPS:
+        return False
+    if groups != 1:  # depthwise: IREE's kernel was slower at every MobileNetV2 shape
+        return True
+    return x.shape[1] >= MIN_TAP_CHANNELS
+
+
+def _depthwise(x: torch.Tensor, w: torch.Tensor, groups: int) -> bool:
+    """One filter per input channel (``groups == C_in == C_out``, weight ``[C, 1, *kernel]``)."""
+    return groups == x.shape[1] == w.shape[0] and w.shape[1] == 1
+
+
+def _tap_index(tap: int, kernel: list) -> list[int]:
+    """Kernel tap ``tap``'s position along each spatial dim (taps in row-major order)."""
+    index, rest = [], tap
+    for k in reversed(kernel):
+        index.append(rest % k)
+        rest //= k
+    return index[::-1]
+
+
+def _depthwise_tap_weights(w: torch.Tensor, spatial: int) -> torch.Tensor:
+    """``[C, 1, *kernel]`` as ``[taps, 1, C, 1, ...]``: each tap's per-channel weight, shaped
+    to broadcast over a window ``[N, C, *out]``."""
+    c = w.shape[0]
+    return w.reshape(c, -1).t().reshape(-1, 1, c, *([1] * spatial))
 
 
 def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,
                dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Any:
-    """``aten.convolution`` as a sum of per-tap matmuls (see the module docstring)."""
-    if (transposed or groups != 1 or x.dim() not in (3, 4) or x.dtype != torch.float32
+    """``aten.convolution`` as a sum over kernel taps (see the module docstring): a matmul per
+    tap for a dense convolution, a per-channel multiply per tap for a depthwise one."""
+    if (transposed or x.dim() not in (3, 4) or x.dtype != torch.float32
             or w.dtype != torch.float32 or not _static(x) or not _static(w)):
+        return NotImplemented
+    depthwise = groups != 1
+    if depthwise and not _depthwise(x, w, groups):
         return NotImplemented
     spatial = x.dim() - 2
     kernel = list(w.shape[2:])
@@ -180,8 +215,8 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     # A choice measured on this CPU (`lowerkit tune`), else the rule.
     chosen = tuning.choice_for(tuning.ConvShape(tuple(x.shape), tuple(w.shape), tuple(stride),
                                                 tuple(padding), tuple(dilation),
-                                                bias is not None))
-    if chosen == tuning.IM2COL or (chosen is None and not taps_pay(x, w, stride)):
+                                                bias is not None, groups))
+    if chosen == tuning.IM2COL or (chosen is None and not taps_pay(x, w, stride, groups)):
         return NotImplemented
     n, c = x.shape[:2]
     sizes = x.shape[2:]
@@ -189,11 +224,34 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
            for i in range(spatial)]
     if any(o <= 0 for o in out):
         return NotImplemented
+    if depthwise and any(st != 1 for st in stride):
+        return _depthwise_by_phases(x, w, bias, stride, padding, dilation, kernel, out)
     if any(padding):
         pads = []
         for p in reversed(padding):
             pads += [p, p]
         x = torch.nn.functional.pad(x, pads)
+
+    def window(tap: int) -> torch.Tensor:
+        """The part of ``x`` that kernel tap ``tap`` (row-major over the kernel) reads."""
+        index = _tap_index(tap, kernel)
+        view = x
+        for i in range(spatial):
+            start = index[i] * dilation[i]
+            stop = start + (out[i] - 1) * stride[i] + 1
+            view = view.narrow(2 + i, start, stop - start)
+            if stride[i] != 1:
+                view = view[(slice(None),) * (2 + i) + (slice(None, None, stride[i]),)]
+        return view
+
+    if depthwise:
+        # each tap: the window times its channel's weight, summed in tap order
+        per_tap = _depthwise_tap_weights(w, spatial)
+        y = None if bias is None else bias.reshape(1, c, *([1] * spatial))
+        for tap in range(taps):
+            term = window(tap) * per_tap[tap]
+            y = term if y is None else y + term
+        return y.contiguous()
     positions = 1
     for o in out:
         positions *= o
@@ -210,23 +268,47 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     # its own init, where a sum of separate products gets fused by IREE into one dispatch whose
     # tiles of every product overflow the 32 KiB stack limit (UNet's 8x8 level).
     for tap in range(taps):
-        index, rest = [], tap
-        for k in reversed(kernel):
-            index.append(rest % k)
-            rest //= k
-        index.reverse()
-        window = x
-        for i in range(spatial):
-            start = index[i] * dilation[i]
-            stop = start + (out[i] - 1) * stride[i] + 1
-            window = window.narrow(2 + i, start, stop - start)
-            if stride[i] != 1:
-                window = window[(slice(None),) * (2 + i) + (slice(None, None, stride[i]),)]
+        view = window(tap)
         if n == 1:
-            y = torch.addmm(y, per_tap[tap], window.reshape(c, positions))  # [O, P]
+            y = torch.addmm(y, per_tap[tap], view.reshape(c, positions))  # [O, P]
         else:
-            y = torch.baddbmm(y, per_tap[tap].expand(n, o_ch, c), window.reshape(n, c, positions))
+            y = torch.baddbmm(y, per_tap[tap].expand(n, o_ch, c), view.reshape(n, c, positions))
     return y.reshape(n, w.shape[0], *out)
+
+
+def _depthwise_by_phases(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: list,
+                         padding: list, dilation: list, kernel: list, out: list) -> torch.Tensor:
+    """A strided depthwise convolution per tap, each tap reading a unit-stride window of one
+    phase of the input. The input is padded, then split by position modulo the stride
+    (``[N, C, H/s, s, W/s, s]`` moved to ``[N, C, s, s, H/s, W/s]``: one transposing copy). IREE
+    turns a strided window into a gather, and that made the per-tap form slower than its
+    depthwise kernel; by phases it is about twice as fast (benchmarks/depthwise.py)."""
+    n, c = x.shape[:2]
+    spatial = len(kernel)
+    pads, sizes = [], []
+    for i in range(spatial):
+        # enough to read every tap's last position, rounded up to a multiple of the stride
+        need = dilation[i] * (kernel[i] - 1) + (out[i] - 1) * stride[i] + 1
+        size = -(-max(need, x.shape[2 + i] + padding[i]) // stride[i]) * stride[i]
+        sizes.append(size)
+        pads = [padding[i], size - x.shape[2 + i] - padding[i]] + pads
+    x = torch.nn.functional.pad(x, pads)
+    split = [n, c]
+    for size, st in zip(sizes, stride):
+        split += [size // st, st]
+    phases = x.reshape(split).permute(0, 1, *range(3, 2 + 2 * spatial, 2),
+                                      *range(2, 2 + 2 * spatial, 2))
+    per_tap = _depthwise_tap_weights(w, spatial)
+    y = None if bias is None else bias.reshape(1, c, *([1] * spatial))
+    for tap in range(math.prod(kernel)):
+        index = _tap_index(tap, kernel)
+        starts = [index[i] * dilation[i] for i in range(spatial)]
+        view = phases[(slice(None), slice(None), *(st % s for st, s in zip(starts, stride)))]
+        for i in range(spatial):
+            view = view.narrow(2 + i, starts[i] // stride[i], out[i])
+        term = view * per_tap[tap]
+        y = term if y is None else y + term
+    return y.contiguous()
 
 
 def _conv3d_by_depth(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,

@@ -136,7 +136,7 @@ class _OneConvolution(torch.nn.Module):
         s = self.shape
         return torch.ops.aten.convolution(x, self.weight, self.bias, list(s.stride),
                                           list(s.padding), list(s.dilation), False,
-                                          [0] * len(s.stride), 1)
+                                          [0] * len(s.stride), s.groups)
 
 
 def _calls_per_sample(fns: dict[str, Callable]) -> int:

@@ -1,0 +1,159 @@
+"""Depthwise convolutions per tap against IREE's depthwise kernel (issue 22).
+
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/depthwise.py --json benchmarks/results/depthwise.json
+    .venv/bin/python benchmarks/depthwise.py --models "" --rounds 5        # shapes only, no file
+
+IREE 3.13 lowers a depthwise convolution to ``linalg.depthwise_conv_2d_nchw_chw``. lowerkit's
+import now writes one at stride 1 as a sum over kernel taps: a shifted window of the input
+times its channel's weight (`lowerkit.ingress.decompositions`, `taps_pay`). ``whole`` is the
+same compile with the depthwise convolutions left to IREE, which is what lowerkit did before.
+Each shape is MobileNetV2's at 224×224, as a one-convolution program. The models are the
+issue's depthwise-separable CNN (3×3 depthwise + 1×1, BatchNorm, ReLU6, 112×112) and the zoo's
+MobileNetV2. All are timed interleaved with eager and torch.compile, medians of rounds, and
+checked against eager.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import time
+import warnings
+
+# MobileNetV2's depthwise convolutions at 224x224: (channels, size, stride)
+SHAPES = [(32, 112, 1), (96, 112, 2), (144, 56, 1), (144, 56, 2), (192, 28, 1), (192, 28, 2),
+          (384, 14, 1), (576, 14, 1), (576, 14, 2), (960, 7, 1)]
+MODELS = ["dw_separable", "mobilenet_v2"]
+
+
+@contextlib.contextmanager
+def _depthwise_whole(on: bool):
+    """Depthwise convolutions left whole to IREE (lowerkit before this change) when ``on``."""
+    from lowerkit.ingress import decompositions
+
+    keep = decompositions.taps_pay
+    if on:
+        decompositions.taps_pay = lambda x, w, stride, groups=1: (
+            False if groups != 1 else keep(x, w, stride, groups))
+    try:
+        yield
+    finally:
+        decompositions.taps_pay = keep
+
+
+def dw_separable():
+    """Issue 22's depthwise-separable CNN: a stride-2 stem, then four blocks of a 3x3
+    depthwise and a 1x1 convolution, each with BatchNorm and ReLU6, at 112x112."""
+    import torch
+    from torch import nn
+
+    def block(c_in, c_out, stride):
+        return [nn.Conv2d(c_in, c_in, 3, stride, 1, groups=c_in, bias=False),
+                nn.BatchNorm2d(c_in), nn.ReLU6(),
+                nn.Conv2d(c_in, c_out, 1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU6()]
+
+    torch.manual_seed(0)
+    layers = [nn.Conv2d(3, 32, 3, 2, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU6()]
+    for c_in, c_out, stride in ((32, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2)):
+        layers += block(c_in, c_out, stride)
+    model = nn.Sequential(*layers).eval()
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.1, 0.1)
+            m.running_var.uniform_(0.5, 1.5)
+    return model, (torch.randn(1, 3, 224, 224),)
+
+
+def _make(name: str):
+    if name == "dw_separable":
+        return dw_separable()
+    from lowerkit.zoo import ZOO
+
+    model, args, _ = ZOO[name].make()
+    return model, args
+
+
+def bench(label: str, model, args, rounds: int) -> dict:
+    import torch
+
+    import lowerkit
+    from lowerkit.runtime.numerics import compare
+    from lowerkit.tools.tune import time_interleaved
+
+    arts, compile_s = {}, {}
+    for form, whole in (("per tap", False), ("whole", True)):
+        with _depthwise_whole(whole):
+            start = time.perf_counter()
+            arts[form] = lowerkit.compile(model, args, cache=False)
+            compile_s[form] = time.perf_counter() - start
+    inductor = torch.compile(model)
+    with torch.inference_mode():
+        want = model(*args)
+        inductor(*args)
+        errors = {f: compare(a(*args), want).max_rel_error for f, a in arts.items()}
+        ok = all(compare(a(*args), want).ok for a in arts.values())
+        samples = time_interleaved({"eager": lambda: model(*args),
+                                    "torch.compile": lambda: inductor(*args),
+                                    **{f: (lambda a=a: a(*args)) for f, a in arts.items()}},
+                                   rounds)
+    return {"name": label, "ms": {k: statistics.median(v) for k, v in samples.items()},
+            "compile_s": compile_s, "error_over_scale": errors, "matches_eager": ok,
+            "dispatches": {f: (a.compile_stats or {}).get("dispatches") for f, a in arts.items()}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--json", metavar="FILE")
+    opts = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    from lowerkit.tools.bench import run_metadata
+
+    torch.set_num_threads(2)
+    meta = run_metadata()
+    rows = []
+    console = Console(width=170)
+    if opts.shapes:
+        for c, size, stride in SHAPES:
+            torch.manual_seed(0)
+            conv = torch.nn.Conv2d(c, c, 3, stride, 1, groups=c, bias=False).eval()
+            label = f"dw {c}ch @{size}" + (f" /{stride}" if stride != 1 else "")
+            with console.status(label):
+                rows.append({**bench(label, conv, (torch.randn(1, c, size, size),), opts.rounds),
+                             "kind": "shape", "stride": stride})
+    for name in filter(None, opts.models.split(",")):
+        with console.status(name):
+            rows.append({**bench(name, *_make(name), opts.rounds), "kind": "model"})
+    table = Table(title="ms a call (median)")
+    for col in ("", "eager", "torch.compile", "per tap", "whole", "whole / per tap",
+                "compile s per tap / whole", "matches eager"):
+        table.add_column(col)
+    for r in rows:
+        ms = r["ms"]
+        table.add_row(r["name"], *(f"{ms[k]:.3f}" for k in ("eager", "torch.compile", "per tap",
+                                                            "whole")),
+                      f"{ms['whole'] / ms['per tap']:.2f}",
+                      f"{r['compile_s']['per tap']:.1f} / {r['compile_s']['whole']:.1f}",
+                      str(r["matches_eager"]))
+    console.print(table)
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump({"meta": meta, "rounds": opts.rounds, "load_after": os.getloadavg()[0],
+                       "rows": rows}, f, indent=1)
+            f.write("\n")
+        print(f"wrote {opts.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
