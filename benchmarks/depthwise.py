@@ -4,9 +4,10 @@
     .venv/bin/python benchmarks/depthwise.py --models "" --rounds 5        # shapes only, no file
 
 IREE 3.13 lowers a depthwise convolution to ``linalg.depthwise_conv_2d_nchw_chw``. lowerkit's
-import now writes one at stride 1 as a sum over kernel taps: a shifted window of the input
-times its channel's weight (`lowerkit.ingress.decompositions`, `taps_pay`). ``whole`` is the
-same compile with the depthwise convolutions left to IREE, which is what lowerkit did before.
+import now writes one as a sum over kernel taps, ``per tap``: a shifted window of the input
+times its channel's weight, strided windows read from phases of the input
+(`lowerkit.ingress.decompositions`). ``whole`` is the same compile with the depthwise
+convolutions left to IREE, which is what lowerkit did before.
 Each shape is MobileNetV2's at 224×224, as a one-convolution program. The models are the
 issue's depthwise-separable CNN (3×3 depthwise + 1×1, BatchNorm, ReLU6, 112×112) and the zoo's
 MobileNetV2. All are timed interleaved with eager and torch.compile, medians of rounds, and
