@@ -348,6 +348,26 @@ def render_tuned(data: dict, path: str) -> str:
             f"at the end of the run.\n\n{provenance(path, data['meta'])}")
 
 
+# -- depthwise.py --json ---------------------------------------------------------------------------
+def render_depthwise(data: dict, path: str) -> str:
+    lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | eager | torch.compile "
+             "| per tap | whole (before) | whole / per tap | eager / per tap "
+             "| compile s: per tap / whole | dispatches | error / scale |",
+             "| --- |" + " ---: |" * 9]
+    for r in data["rows"]:
+        if not r["matches_eager"]:
+            raise ResultError(f"{path}: {r['name']} did not match eager")
+        ms, cs, d = r["ms"], r["compile_s"], r["dispatches"]
+        lines.append(f"| {r['name']} | " + " | ".join(_num(ms[k]) for k in (
+            "eager", "torch.compile", "per tap", "whole"))
+            + f" | {_ratio(ms['whole'] / ms['per tap'])} | {_ratio(ms['eager'] / ms['per tap'])}"
+            f" | {_seconds(cs['per tap'])} / {_seconds(cs['whole'])}"
+            f" | {d['per tap']} / {d['whole']}"
+            f" | {_num(max(r['error_over_scale'].values()), 2)} |")
+    return (("\n".join(lines)) + f"\n\nLoad average {_num(data['load_after'], 2)} at the end of "
+            f"the run.\n\n{provenance(path, data['meta'])}")
+
+
 # -- tool_startup.py --json ------------------------------------------------------------------------
 def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> str:
     """``lowerkit-opt`` per call and the lit suite, in another tree (``before``) and this one."""
@@ -729,6 +749,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_taps.py"
          " --json benchmarks/results/conv-taps.json",),
         render_conv_taps, torch_threads=2),
+    "depthwise": Block(
+        ("depthwise.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/depthwise.py"
+         " --json benchmarks/results/depthwise.json",),
+        render_depthwise, torch_threads=2),
     "tuned": Block(
         ("tuned.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/tuned.py"
