@@ -224,26 +224,7 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
            for i in range(spatial)]
     if any(o <= 0 for o in out):
         return NotImplemented
-    if depthwise and any(st != 1 for st in stride):
-        return _depthwise_by_phases(x, w, bias, stride, padding, dilation, kernel, out)
-    if any(padding):
-        pads = []
-        for p in reversed(padding):
-            pads += [p, p]
-        x = torch.nn.functional.pad(x, pads)
-
-    def window(tap: int) -> torch.Tensor:
-        """The part of ``x`` that kernel tap ``tap`` (row-major over the kernel) reads."""
-        index = _tap_index(tap, kernel)
-        view = x
-        for i in range(spatial):
-            start = index[i] * dilation[i]
-            stop = start + (out[i] - 1) * stride[i] + 1
-            view = view.narrow(2 + i, start, stop - start)
-            if stride[i] != 1:
-                view = view[(slice(None),) * (2 + i) + (slice(None, None, stride[i]),)]
-        return view
-
+    window = _tap_windows(x, kernel, stride, padding, dilation, out, phased=depthwise)
     if depthwise:
         # each tap: the window times its channel's weight, summed in tap order
         per_tap = _depthwise_tap_weights(w, spatial)
@@ -276,39 +257,52 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     return y.reshape(n, w.shape[0], *out)
 
 
-def _depthwise_by_phases(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: list,
-                         padding: list, dilation: list, kernel: list, out: list) -> torch.Tensor:
-    """A strided depthwise convolution per tap, each tap reading a unit-stride window of one
-    phase of the input. The input is padded, then split by position modulo the stride
-    (``[N, C, H/s, s, W/s, s]`` moved to ``[N, C, s, s, H/s, W/s]``: one transposing copy). IREE
-    turns a strided window into a gather, and that made the per-tap form slower than its
-    depthwise kernel; by phases it is about twice as fast (benchmarks/depthwise.py)."""
-    n, c = x.shape[:2]
+def _tap_windows(x: torch.Tensor, kernel: list, stride: list, padding: list, dilation: list,
+                 out: list, phased: bool) -> Callable[[int], torch.Tensor]:
+    """For each kernel tap (row-major), the ``[N, C, *out]`` window of ``x`` it reads.
+
+    At stride 1 a window is a slice of the padded input. A strided slice is a gather to IREE,
+    and the depthwise per-tap form then lost to IREE's kernel. So with ``phased`` a strided
+    convolution first splits its padded input by position modulo the stride
+    (``[N, C, H/s, s, W/s, s]`` moved to ``[N, C, s, s, H/s, W/s]``: one transposing copy), and
+    each tap reads a unit-stride window of one phase (benchmarks/depthwise.py). A dense
+    convolution's taps copy their windows into matmul operands anyway: by phases, ResNet's
+    strided shapes measured no faster, and they keep strided slices."""
     spatial = len(kernel)
     pads, sizes = [], []
     for i in range(spatial):
-        # enough to read every tap's last position, rounded up to a multiple of the stride
-        need = dilation[i] * (kernel[i] - 1) + (out[i] - 1) * stride[i] + 1
-        size = -(-max(need, x.shape[2 + i] + padding[i]) // stride[i]) * stride[i]
+        size = x.shape[2 + i] + 2 * padding[i]
+        if phased:  # every tap's last position read, rounded up to a multiple of the stride
+            need = dilation[i] * (kernel[i] - 1) + (out[i] - 1) * stride[i] + 1
+            size = -(-max(need, x.shape[2 + i] + padding[i]) // stride[i]) * stride[i]
         sizes.append(size)
         pads = [padding[i], size - x.shape[2 + i] - padding[i]] + pads
-    x = torch.nn.functional.pad(x, pads)
-    split = [n, c]
-    for size, st in zip(sizes, stride):
-        split += [size // st, st]
-    phases = x.reshape(split).permute(0, 1, *range(3, 2 + 2 * spatial, 2),
-                                      *range(2, 2 + 2 * spatial, 2))
-    per_tap = _depthwise_tap_weights(w, spatial)
-    y = None if bias is None else bias.reshape(1, c, *([1] * spatial))
-    for tap in range(math.prod(kernel)):
+    if any(pads):
+        x = torch.nn.functional.pad(x, pads)
+    if not phased or all(st == 1 for st in stride):
+        phases = x
+    else:
+        split = list(x.shape[:2])
+        for size, st in zip(sizes, stride):
+            split += [size // st, st]
+        phases = x.reshape(split).permute(0, 1, *range(3, 2 + 2 * spatial, 2),
+                                          *range(2, 2 + 2 * spatial, 2))
+
+    def window(tap: int) -> torch.Tensor:
         index = _tap_index(tap, kernel)
         starts = [index[i] * dilation[i] for i in range(spatial)]
+        if phases is x:
+            view = x
+            for i in range(spatial):
+                view = view.narrow(2 + i, starts[i], (out[i] - 1) * stride[i] + 1)
+                if stride[i] != 1:
+                    view = view[(slice(None),) * (2 + i) + (slice(None, None, stride[i]),)]
+            return view
         view = phases[(slice(None), slice(None), *(st % s for st, s in zip(starts, stride)))]
         for i in range(spatial):
             view = view.narrow(2 + i, starts[i] // stride[i], out[i])
-        term = view * per_tap[tap]
-        y = term if y is None else y + term
-    return y.contiguous()
+        return view
+    return window
 
 
 def _conv3d_by_depth(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,
