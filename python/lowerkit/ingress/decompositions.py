@@ -21,7 +21,7 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   steps). The per-tap matmuls are ordinary data-tiled matmuls on shifted views (the 64x64
   conv above: 0.9 ms in all, eager 1.4 ms). A depthwise convolution (``groups`` = channels)
   goes per tap too, as a per-channel multiply of each tap's window, and a strided one reads
-  its windows from phases of the input (`_depthwise_by_phases`). On MobileNetV2's shapes IREE's
+  its windows from phases of the input (`_tap_windows`). On MobileNetV2's shapes IREE's
   depthwise kernel took 2.3-7.3x the per-tap form's time at stride 1 and 1.5-1.8x at stride
   2 (benchmarks/results/depthwise.json). Neither form wins on every shape and CPU:
   `taps_pay` is the rule, and a choice measured on this CPU by ``lowerkit tune``
