@@ -45,31 +45,10 @@ def _depthwise_whole(on: bool):
         decompositions.taps_pay = keep
 
 
-def dw_separable():
-    """Issue 22's depthwise-separable CNN: a stride-2 stem, then four blocks of a 3x3
-    depthwise and a 1x1 convolution, each with BatchNorm and ReLU6, at 112x112."""
-    import torch
-    from torch import nn
-
-    def block(c_in, c_out, stride):
-        return [nn.Conv2d(c_in, c_in, 3, stride, 1, groups=c_in, bias=False),
-                nn.BatchNorm2d(c_in), nn.ReLU6(),
-                nn.Conv2d(c_in, c_out, 1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU6()]
-
-    torch.manual_seed(0)
-    layers = [nn.Conv2d(3, 32, 3, 2, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU6()]
-    for c_in, c_out, stride in ((32, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2)):
-        layers += block(c_in, c_out, stride)
-    model = nn.Sequential(*layers).eval()
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-0.1, 0.1)
-            m.running_var.uniform_(0.5, 1.5)
-    return model, (torch.randn(1, 3, 224, 224),)
-
-
 def _make(name: str):
     if name == "dw_separable":
+        from lowerkit.zoo.real_shapes import dw_separable
+
         return dw_separable()
     from lowerkit.zoo import ZOO
 

@@ -72,3 +72,21 @@ def test_bench_cli_writes_json(tmp_path):
 def test_zoo_cli_lists_models(capsys):
     assert cli_main(["zoo", "--list"]) == 0
     assert "llama_tiny_decode" in capsys.readouterr().out
+
+
+def test_bench_real_runs_the_real_shape_set_and_says_what_it_leaves_out(tmp_path, monkeypatch,
+                                                                        capsys):
+    """``lowerkit bench real``: issue 22's set, each entry that its libraries allow (here one,
+    to keep the test short), and a line for each entry left out."""
+    from lowerkit.zoo import real_shapes
+
+    sdpa = real_shapes.REAL_SHAPES["sdpa_1500"]
+    (q, k, v) = sdpa.make()[1]
+    assert q.shape == (1, 4, 1500, 16)  # the length that was 48x slower than eager
+    monkeypatch.setattr(real_shapes, "available",
+                        lambda: ([sdpa], {"vit_b16": "torchvision is not installed"}))
+    out = tmp_path / "real.json"
+    assert cli_main(["bench", "real", "--no-torch-compile", "--rounds", "3",
+                     "--json", str(out)]) == 0
+    assert "vit_b16 left out: torchvision is not installed" in capsys.readouterr().out
+    assert [m["model"] for m in json.loads(out.read_text())["models"]] == ["sdpa_1500"]

@@ -157,7 +157,7 @@ def test_a_form_is_chosen_only_on_consistent_evidence():
         assert got == choice and reason.startswith(why), (taps, reason)
 
 
-def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, monkeypatch, capsys):
+def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, capsys):
     factory = tmp_path / "model.py"
     factory.write_text(f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
                        "from test_tuning import two_convs\n")
@@ -172,11 +172,9 @@ def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, monkeypatch, c
         # both forms were really compiled, and differently
         assert entry["dispatches"][TAPS] != entry["dispatches"][IM2COL], entry
         assert max(entry["error_over_scale"].values()) <= 1e-4
-    # stored shapes are not measured again; a compile reads them
+    # stored shapes are not measured again (a compile reading them: the tests above)
     again = lowerkit.tune(*two_convs(), database=path, rounds=3)
     assert again.measured == [] and again.known == {k: e["choice"] for k, e in stored.items()}
-    monkeypatch.setenv(tuning.ENV, str(path))
-    assert lowerkit.compile(*two_convs(), cache=False).tuned == again.known
 
 
 def test_a_malformed_database_is_named_in_the_error(tmp_path, monkeypatch):

@@ -8,7 +8,8 @@ import math
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="zoo model name(s) (comma-separated), FILE.py:FACTORY, or 'zoo'")
+    p.add_argument("model", help="zoo model name(s) (comma-separated), FILE.py:FACTORY, 'zoo', "
+                                 "or 'real' (issue 22's real-shape set, lowerkit.zoo.real_shapes)")
     p.add_argument("--target", default="cpu", help="lowerkit's target (default: cpu)")
     p.add_argument("--slow", action="store_true", help="with 'zoo': include models tagged slow")
     p.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default: 15)")
@@ -64,6 +65,13 @@ def main(args: argparse.Namespace) -> int:
                        if not (args.no_torch_compile and c == "torch.compile"))
     if args.model == "zoo":
         cases = [(n, ZOO[n].make) for n in bench.zoo_models(include_slow=args.slow)]
+    elif args.model == "real":
+        from lowerkit.zoo.real_shapes import available
+
+        found, missing = available()
+        cases = [(m.name, m.make) for m in found]
+        for name, why in missing.items():
+            console.print(f"[yellow]{name} left out: {why}")
     elif all(n in ZOO for n in args.model.split(",")):
         cases = [(n, ZOO[n].make) for n in args.model.split(",")]
     else:
