@@ -163,6 +163,27 @@ def render_zoo(data: dict, path: str) -> str:
     return out + "\n\n" + provenance(path, data["meta"])
 
 
+def render_real_shapes(data: dict, path: str) -> str:
+    """`render_zoo`'s table for issue 22's real-shape set, against its goals, with what the run
+    left out (a library not installed)."""
+    from lowerkit.zoo.real_shapes import REAL_SHAPES
+
+    ran = {m["model"] for m in data["models"]}
+    unknown = sorted(ran - set(REAL_SHAPES))
+    if unknown:
+        raise ResultError(f"{path}: {unknown} are not in the real-shape set: run it again")
+    ge, gc = _zoo_geomeans(data)
+    slower = _slower(data)
+    left = sorted(set(REAL_SHAPES) - ran)
+    goals = (f"Issue 22's goals: geomean ≥ 2× eager (here {_ratio(ge)}) and ≥ 1.5× torch.compile "
+             f"(here {_ratio(gc)}); no program slower than eager (here "
+             f"{', '.join(slower) if slower else 'none'})."
+             + (f" Not run: {', '.join(left)} (a library not installed)." if left else ""))
+    table = render_zoo(data, path)
+    body, _, prov = table.rpartition("\n\n")
+    return f"{body}\n\n{goals}\n\n{prov}"
+
+
 def render_zoo_summary(two: dict, one: dict, paths: tuple[str, str]) -> str:
     lines = ["| zoo models, batch 1 | models | geomean × eager | geomean × torch.compile "
              "| slower than eager |", "| --- | ---: | ---: | ---: | --- |"]
@@ -754,6 +775,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/depthwise.py"
          " --json benchmarks/results/depthwise.json",),
         render_depthwise, torch_threads=2),
+    "real-shapes": Block(
+        ("real-shapes.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"
+         " --json benchmarks/results/real-shapes.json",),
+        render_real_shapes, torch_threads=2),
     "tuned": Block(
         ("tuned.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/tuned.py"

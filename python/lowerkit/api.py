@@ -177,7 +177,7 @@ def compile_imported(
 
 def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, device=None,
              iree_phases=False, fingerprint=None):
-    with tuning.applied(target) as tuned:
+    with tuning.applied(target) as tuned, tuning.per_tap_written() as per_tap:
         imported = load()
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
@@ -185,6 +185,10 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
     def lower(phases: bool = False) -> Artifact:
         art = _lower(imported, records, target, pipe, dump, instruments, iree_flags, device,
                      phases)
+        if per_tap and not art.compile_rung.startswith("fast") and dump is None \
+                and tuning.forcing() is None:
+            art = _with_convolutions_whole(art, load, target, pipe, instruments, iree_flags,
+                                           device, phases, len(per_tap))
         art.tuned = dict(tuned)  # before the cache stores it: a fingerprint hit says it too
         return art
 
@@ -200,6 +204,32 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
     if art.parameters:
         art.bind_weights(imported.weights)
     return art
+
+
+def _with_convolutions_whole(art, load, target, pipe, instruments, iree_flags, device, phases,
+                             count: int) -> Artifact:
+    """``art`` compiled on a safer rung than the fast one, and its import wrote convolutions
+    per tap: the program imported again with every convolution whole, if iree-compile takes
+    that with its fast configuration. A per-tap convolution fused with a transposing
+    consumer overflowed IREE's 32 KiB stack limit with data tiling (Whisper's convolutional
+    front end), and dropping data tiling slows every matmul of the model, where whole
+    convolutions slow only themselves (Whisper's encoder: 383 against 783 ms a call)."""
+    import warnings
+
+    with tuning.forced(tuning.IM2COL):
+        whole = load()
+    records = [StageRecord("torch-import", Build.TORCH_MLIR, whole.seconds,
+                           op_histogram(whole.module))]
+    retried = _lower(whole, records, target, pipe, None, instruments, iree_flags, device, phases)
+    if not retried.compile_rung.startswith("fast"):
+        return art
+    retried.compile_stats = {**(retried.compile_stats or {}),
+                             "rung": f"{retried.compile_rung}, convolutions whole"}
+    warnings.warn(f"iree-compile took the fast configuration once the {count} convolution(s) "
+                  f"written per tap were left whole (IREE's im2col or its own kernels), where "
+                  f"per tap it needed the safer rung '{art.compile_rung}': compiled that way "
+                  "(Artifact.compile_rung)", stacklevel=4)
+    return retried
 
 
 def _refuse_float64_io(signature, target) -> None:

@@ -169,6 +169,7 @@ class _Active(threading.local):
     forced: str | None = None
     asked: list | None = None
     used: dict[str, str] | None = None
+    per_tap: list | None = None
 
 
 _active = _Active()
@@ -220,6 +221,28 @@ def forced(choice: str | None) -> Iterator[None]:
         yield
     finally:
         _active.forced = before
+
+
+def wrote_per_tap(shape: ConvShape) -> None:
+    """Called by the decompositions for each convolution they write per tap."""
+    if _active.per_tap is not None:
+        _active.per_tap.append(shape)
+
+
+@contextlib.contextmanager
+def per_tap_written() -> Iterator[list]:
+    """Collects the convolutions the imports inside write per tap (`api` retries a compile
+    with them whole when iree-compile rejects its fast configuration)."""
+    before, _active.per_tap = _active.per_tap, []
+    try:
+        yield _active.per_tap
+    finally:
+        _active.per_tap = before
+
+
+def forcing() -> str | None:
+    """The form `forced` makes every convolution take on this thread, if any."""
+    return _active.forced
 
 
 @contextlib.contextmanager

@@ -213,9 +213,9 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     if not 2 <= taps <= MAX_TAPS:
         return NotImplemented
     # A choice measured on this CPU (`lowerkit tune`), else the rule.
-    chosen = tuning.choice_for(tuning.ConvShape(tuple(x.shape), tuple(w.shape), tuple(stride),
-                                                tuple(padding), tuple(dilation),
-                                                bias is not None, groups))
+    shape = tuning.ConvShape(tuple(x.shape), tuple(w.shape), tuple(stride), tuple(padding),
+                             tuple(dilation), bias is not None, groups)
+    chosen = tuning.choice_for(shape)
     if chosen == tuning.IM2COL or (chosen is None and not taps_pay(x, w, stride, groups)):
         return NotImplemented
     n, c = x.shape[:2]
@@ -224,6 +224,7 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
            for i in range(spatial)]
     if any(o <= 0 for o in out):
         return NotImplemented
+    tuning.wrote_per_tap(shape)
     window = _tap_windows(x, kernel, stride, padding, dilation, out, phased=depthwise)
     if depthwise:
         # each tap: the window times its channel's weight, summed in tap order
