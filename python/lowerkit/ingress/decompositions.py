@@ -764,6 +764,38 @@ def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None) -> Any:
 _SDPA_MASK_READY = _KeptWhole()  # on while _sdpa calls the op it keeps whole
 
 
+# Sequence lengths are padded to a multiple of this where their own divisors are poor tiles.
+SDPA_PAD_TO = 32
+SDPA_MIN_TILE = 8
+
+
+def _sdpa_padded(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                 scale: Any) -> Any:
+    """Attention whose key or query length has no divisor of at least `SDPA_MIN_TILE` up to
+    `SDPA_PAD_TO` (ViT's 197 tokens: a prime), padded to a multiple of `SDPA_PAD_TO`: the
+    padded keys masked out by a mask computed from indices, the padded query rows dropped.
+    IREE's attention tiles its key loop by a divisor of the length, so at 197 it ran one key
+    a step: 5.0 ms where 224 keys took 1.1 ms (4 heads, head dim 64;
+    benchmarks/results/attention-lengths.json). None where no padding is needed."""
+    L, S = query.shape[-2], key.shape[-2]
+
+    def poor(n: int) -> bool:
+        return max(d for d in range(1, min(n, SDPA_PAD_TO) + 1) if n % d == 0) < SDPA_MIN_TILE
+
+    if not (poor(L) or poor(S)):
+        return None
+    up = lambda n: -(-n // SDPA_PAD_TO) * SDPA_PAD_TO  # noqa: E731
+    lp, sp = up(L), up(S)
+    pad = lambda t, n, to: torch.nn.functional.pad(t, [0, 0, 0, to - n])  # noqa: E731
+    q, k, v = pad(query, L, lp), pad(key, S, sp), pad(value, S, sp)
+    keys = torch.arange(sp, device=query.device)
+    mask = torch.where(keys < S, 0.0, float("-inf")).to(query.dtype).expand(
+        *([1] * (query.dim() - 2)), lp, sp)
+    with _SDPA_MASK_READY.calling():  # the op kept whole, not padded again
+        out = aten.scaled_dot_product_attention.default(q, k, v, mask, 0.0, False, scale=scale)
+    return out.narrow(-2, 0, L)
+
+
 def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Any = None,
           dropout_p: float = 0.0, is_causal: bool = False, *, scale: Any = None,
           enable_gqa: bool = False) -> Any:
@@ -787,6 +819,10 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
         and all(t.numel() > 0 for t in tensors)
     )
     if whole:
+        if attn_mask is None and not is_causal and not _SDPA_MASK_READY.on:
+            padded = _sdpa_padded(query, key, value, scale)
+            if padded is not None:
+                return padded
         if attn_mask is None or _SDPA_MASK_READY.on:
             return NotImplemented
         if attn_mask.dtype == torch.bool:
