@@ -760,6 +760,12 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv3d.py"
          " --json benchmarks/results/conv3d.json",),
         render_conv3d, torch_threads=2),
+    "attention-lengths": Block(
+        ("attention-lengths.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py --cases "
+         "d64-plain-128,d64-plain-197,d64-plain-200,d64-plain-224,d64-plain-256 --no-profile "
+         "--json benchmarks/results/attention-lengths.json",),
+        render_attention, torch_threads=2),
     "gemm": Block(
         ("gemm.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
