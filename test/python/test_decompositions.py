@@ -129,9 +129,7 @@ def test_convolution_per_tap_matches_eager(name, conv, shape):
 
 DEPTHWISE = [  # (convolution, input shape): the per-tap form's shapes, one test for all
     (torch.nn.Conv2d(16, 16, 3, 1, 1, groups=16), (2, 16, 12, 10)),
-    (torch.nn.Conv1d(12, 12, 5, padding=2, groups=12), (1, 12, 30)),
-    # strided: by phases of the input (`_tap_windows`), odd and even sizes
-    (torch.nn.Conv2d(6, 6, 3, 2, 1, groups=6), (1, 6, 11, 9)),
+    # strided: by phases of the input (`_tap_windows`), odd and even sizes, mixed strides
     (torch.nn.Conv2d(8, 8, 3, (2, 3), (2, 0), dilation=(2, 1), groups=8), (2, 8, 13, 12)),
     (torch.nn.Conv1d(12, 12, 5, stride=3, dilation=2, groups=12, bias=False), (1, 12, 40)),
 ]
