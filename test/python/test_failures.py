@@ -188,3 +188,19 @@ def test_a_plain_function_points_at_its_own_line(monkeypatch):
     with pytest.raises(StageError) as info:
         lowerkit.compile(_uneven_adaptive_max, (torch.randn(4, 4, 1, 4),), pipeline=pipe, cache=False)
     assert _line("plain-function") in _locations(info.value)
+
+
+def test_check_keeps_each_source_line_whole_in_its_table():
+    """A long path folded at its ``:line`` (the suite failed so in a clone one folder name
+    longer): each location stays on one line, and the message wraps instead."""
+    from rich.console import Console
+
+    from lowerkit.stages.scan import UnsupportedOp
+    from lowerkit.tools.check import CoverageReport
+
+    where = "/a/rather/long/checkout/path/that/goes/on/and/on/test/python/test_failures.py:165"
+    report = CoverageReport([UnsupportedOp("torch.lk_fail.first", "lower-custom-ops", where,
+                                           "custom op 'lk_fail::first' has no lowering; " * 3)])
+    console = Console(width=160, record=True)
+    console.print(report.table())
+    assert where in console.export_text()

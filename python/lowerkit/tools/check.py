@@ -39,8 +39,10 @@ class CoverageReport:
         from rich.table import Table
 
         table = Table(title=title)
+        # a file:line stays on one line (to be found, clicked, grepped); the message wraps
+        longest = max((len(u.location or "-") for u in self.unsupported), default=1)
         for col in ("#", "op", "stage", "source", "why"):
-            table.add_column(col, overflow="fold")
+            table.add_column(col, overflow="fold", min_width=longest if col == "source" else None)
         for i, u in enumerate(self.unsupported, 1):
             table.add_row(str(i), u.op, u.stage, u.location or "-", u.message)
         return table
