@@ -175,6 +175,19 @@ class _Active(threading.local):
 _active = _Active()
 
 
+@contextlib.contextmanager
+def _set(**values: Any) -> Iterator[None]:
+    """``_active``'s fields set to ``values`` inside, and back to what they were after."""
+    before = {name: getattr(_active, name) for name in values}
+    for name, value in values.items():
+        setattr(_active, name, value)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            setattr(_active, name, value)
+
+
 def choice_for(shape: ConvShape) -> str | None:
     """What the import should do with ``shape``: a stored or forced choice, or None for the
     rule. Called by the decompositions while they trace."""
@@ -192,12 +205,9 @@ def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[d
     database). Yields the choices they used, by op key."""
     db = database if database is not None else open_database()
     cpu = cpu_key(target) if db is not None and db.entries else None
-    before = (_active.choices, _active.used)
-    _active.choices, _active.used = (db.choices(cpu) if db is not None else {}), {}
-    try:
-        yield _active.used
-    finally:
-        _active.choices, _active.used = before
+    used: dict[str, str] = {}
+    with _set(choices=db.choices(cpu) if db is not None else {}, used=used):
+        yield used
 
 
 def digest(target: Any, database: "TuningDatabase | None" = None) -> str:
@@ -216,11 +226,8 @@ def forced(choice: str | None) -> Iterator[None]:
     """Imports inside make every eligible convolution ``choice`` (the tuner's two candidates)."""
     if choice is not None and choice not in CHOICES:
         raise TuningError(f"choice {choice!r} is not one of {CHOICES}")
-    before, _active.forced = _active.forced, choice
-    try:
+    with _set(forced=choice):
         yield
-    finally:
-        _active.forced = before
 
 
 def wrote_per_tap(shape: ConvShape) -> None:
@@ -233,11 +240,9 @@ def wrote_per_tap(shape: ConvShape) -> None:
 def per_tap_written() -> Iterator[list]:
     """Collects the convolutions the imports inside write per tap (`api` retries a compile
     with them whole when iree-compile rejects its fast configuration)."""
-    before, _active.per_tap = _active.per_tap, []
-    try:
-        yield _active.per_tap
-    finally:
-        _active.per_tap = before
+    written: list = []
+    with _set(per_tap=written):
+        yield written
 
 
 def forcing() -> str | None:
@@ -248,8 +253,6 @@ def forcing() -> str | None:
 @contextlib.contextmanager
 def asking() -> Iterator[list]:
     """Collects the shapes the imports inside ask a choice for (what a tuner measures)."""
-    before, _active.asked = _active.asked, []
-    try:
-        yield _active.asked
-    finally:
-        _active.asked = before
+    asked: list = []
+    with _set(asked=asked):
+        yield asked
