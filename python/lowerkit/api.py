@@ -185,11 +185,12 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
     def lower(phases: bool = False) -> Artifact:
         art = _lower(imported, records, target, pipe, dump, instruments, iree_flags, device,
                      phases)
+        art.tuned = dict(tuned)  # before the cache stores it: a cache hit says it too
         if per_tap and not art.compile_rung.startswith("fast") and dump is None \
                 and tuning.forcing() is None:
+            # a new artifact, whose convolutions no stored choice decided (its `tuned` is empty)
             art = _with_convolutions_whole(art, load, target, pipe, instruments, iree_flags,
                                            device, phases, len(per_tap))
-        art.tuned = dict(tuned)  # before the cache stores it: a fingerprint hit says it too
         return art
 
     if store is not None:
@@ -200,7 +201,6 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
     # Mutated buffers start from this model's values, also when the code came from the cache;
     # its weights are this model's too (the code never holds them).
     art.state = [t.clone() for t in imported.state.values()]
-    art.tuned = dict(tuned)  # this import's (a program-key hit may come from an equal program)
     if art.parameters:
         art.bind_weights(imported.weights)
     return art

@@ -106,10 +106,18 @@ class _ConvFront(torch.nn.Module):
         return h.permute(0, 2, 1) + self.pos
 
 
-def test_per_tap_convolutions_go_whole_before_data_tiling_is_dropped():
+def test_per_tap_convolutions_go_whole_before_data_tiling_is_dropped(tmp_path, monkeypatch):
     """The fast rung rejected the per-tap form: the program is imported again with its
     convolutions whole, which the fast rung takes, rather than losing data tiling for every
-    matmul ('no data tiling': Whisper's encoder at 783 ms a call, against 383 whole)."""
+    matmul ('no data tiling': Whisper's encoder at 783 ms a call, against 383 whole). A
+    stored choice of per tap (`lowerkit tune`) is then not what the code does."""
+    from lowerkit import tuning
+
+    db = tuning.TuningDatabase(tmp_path / "tuning.json")
+    db.record(tuning.cpu_key("cpu"), "conv1d in1x16x200 w384x16x3 s1 p1 d1 bias", tuning.TAPS,
+              {"why": "written by the test"})
+    db.save()
+    monkeypatch.setenv(tuning.ENV, str(db.path))
     torch.manual_seed(0)
     front, x = _ConvFront().eval(), torch.randn(1, 16, 200)
     with warnings.catch_warnings(record=True) as caught:
@@ -119,5 +127,6 @@ def test_per_tap_convolutions_go_whole_before_data_tiling_is_dropped():
     assert any("convolution(s) written per tap were left whole" in str(w.message)
                for w in caught), [str(w.message) for w in caught]
     assert "torch.aten.convolution" in art.records[0].ops  # the import it kept
+    assert art.tuned == {}  # the stored per-tap choice did not decide the code
     with torch.no_grad():
         assert compare(art(x), front(x)).ok
