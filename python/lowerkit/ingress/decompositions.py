@@ -64,6 +64,7 @@ from typing import Any, Callable
 import torch
 
 from .. import tuning
+from ..passes.attention import MAX_KEY_TILE, largest_divisor
 
 aten = torch.ops.aten
 
@@ -764,27 +765,23 @@ def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None) -> Any:
 _SDPA_MASK_READY = _KeptWhole()  # on while _sdpa calls the op it keeps whole
 
 
-# Sequence lengths are padded to a multiple of this where their own divisors are poor tiles.
-SDPA_PAD_TO = 32
+# A sequence length whose largest divisor up to the CPU attention's key tile
+# (`passes.attention.MAX_KEY_TILE`) is below this is padded to a multiple of that tile.
 SDPA_MIN_TILE = 8
 
 
 def _sdpa_padded(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                  scale: Any) -> Any:
     """Attention whose key or query length has no divisor of at least `SDPA_MIN_TILE` up to
-    `SDPA_PAD_TO` (ViT's 197 tokens: a prime), padded to a multiple of `SDPA_PAD_TO`: the
-    padded keys masked out by a mask computed from indices, the padded query rows dropped.
-    IREE's attention tiles its key loop by a divisor of the length, so at 197 it ran one key
-    a step: 5.0 ms where 224 keys took 1.1 ms (4 heads, head dim 64;
-    benchmarks/results/attention-lengths.json). None where no padding is needed."""
+    the key tile (ViT's 197 tokens: a prime), padded to a multiple of the tile: the padded
+    keys masked out by a mask computed from indices, the padded query rows dropped. IREE's
+    attention tiles its key loop by a divisor of the length (`passes.attention.cpu_tiles`),
+    so at 197 it ran one key a step: 5.0 ms where 224 keys took 1.1 ms (4 heads, head dim 64;
+    benchmarks/results/attention-lengths-before.json). None where no padding is needed."""
     L, S = query.shape[-2], key.shape[-2]
-
-    def poor(n: int) -> bool:
-        return max(d for d in range(1, min(n, SDPA_PAD_TO) + 1) if n % d == 0) < SDPA_MIN_TILE
-
-    if not (poor(L) or poor(S)):
+    if not any(largest_divisor(n, MAX_KEY_TILE) < SDPA_MIN_TILE for n in (L, S)):
         return None
-    up = lambda n: -(-n // SDPA_PAD_TO) * SDPA_PAD_TO  # noqa: E731
+    up = lambda n: -(-n // MAX_KEY_TILE) * MAX_KEY_TILE  # noqa: E731
     lp, sp = up(L), up(S)
     pad = lambda t, n, to: torch.nn.functional.pad(t, [0, 0, 0, to - n])  # noqa: E731
     q, k, v = pad(query, L, lp), pad(key, S, sp), pad(value, S, sp)

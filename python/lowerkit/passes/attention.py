@@ -56,7 +56,8 @@ def _shape(type_: Any) -> tuple[list[int], str] | None:
     return [int(d) for d in m.group(1).rstrip("x").split("x")], m.group(2)
 
 
-def _largest_divisor(n: int, at_most: int, ok=lambda d: True) -> int | None:
+def largest_divisor(n: int, at_most: int, ok=lambda d: True) -> int | None:
+    """The largest divisor of ``n`` up to ``at_most`` that ``ok`` accepts (a tile size)."""
     return next((d for d in range(min(n, at_most), 0, -1) if n % d == 0 and ok(d)), None)
 
 
@@ -70,13 +71,13 @@ def cpu_tiles(m: int, s: int, d: int,
     f32 elements IREE allows a vector contraction on the target's CPU (`NATIVE_VECTORS`)."""
     if not 1 <= d <= 256:
         return None
-    vk = _largest_divisor(s, MAX_KEY_TILE, lambda k: k * d < limit)
+    vk = largest_divisor(s, MAX_KEY_TILE, lambda k: k * d < limit)
     if vk is None:
         return None
-    vm = _largest_divisor(m, MAX_ROW_TILE, lambda r: r * vk * d < limit)
+    vm = largest_divisor(m, MAX_ROW_TILE, lambda r: r * vk * d < limit)
     if vm is None:
         return None
-    dm = _largest_divisor(m, ROWS_PER_WORKGROUP, lambda r: r % vm == 0) or vm
+    dm = largest_divisor(m, ROWS_PER_WORKGROUP, lambda r: r % vm == 0) or vm
     return dm, vm, vk
 
 
