@@ -16,7 +16,6 @@ convolution per tap and with the rule, with compile seconds, dispatch counts and
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import statistics
@@ -42,18 +41,11 @@ SHAPES = {
 }
 
 
-@contextlib.contextmanager
 def _per_tap(on: bool | None):
     """Every eligible convolution per tap (True), none (False), or the rule (None)."""
-    from lowerkit.ingress import decompositions
+    from lowerkit import tuning
 
-    keep = decompositions.taps_pay
-    if on is not None:
-        decompositions.taps_pay = lambda *a, **k: on
-    try:
-        yield
-    finally:
-        decompositions.taps_pay = keep
+    return tuning.forced(None if on is None else tuning.TAPS if on else tuning.IM2COL)
 
 
 def _time(fns: dict, rounds: int, calls: int) -> dict[str, float]:
