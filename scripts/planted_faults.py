@@ -1084,8 +1084,22 @@ FAULTS = [
           '                raise TuningError(f"tuning database {self.path} cannot be read: {e} (fix it, "\n'
           '                                  f"delete it, or set {ENV}=off)") from e\n',
           "                self.entries = {}\n"),
+    Fault("conv1d-whole-loop-nest", "a dense 1-D convolution left whole reaches IREE as conv_1d (its loop nest), not as a 2-D one of unit height",
+          ["test/python/test_decompositions.py::test_whole_1d_convolutions_become_2d_ones_of_unit_height"],
+          "python/lowerkit/ingress/decompositions.py",
+          "        if y is NotImplemented:\n            y = _conv1d_unit_height(",
+          "        if False:\n            y = _conv1d_unit_height("),
+    Fault("profile-summed-over-calls", "lowerkit profile reports each dispatch's time summed over every profiled call as its time a call",
+          ["test/python/test_profile.py::test_profile_times_each_dispatch_inside_the_call"],
+          "python/lowerkit/tools/profile.py",
+          'DispatchTime(r["key"], r["total_ns"] / 1e6 / calls, r["count"] / calls)',
+          'DispatchTime(r["key"], r["total_ns"] / 1e6, r["count"] / calls)'),
+    Fault("profile-runs-ignored", "lowerkit profile counts a dispatch once a call however often the call runs it",
+          ["test/python/test_profile.py::test_profile_times_each_dispatch_inside_the_call"],
+          "python/lowerkit/tools/profile.py",
+          'DispatchTime(r["key"], r["total_ns"] / 1e6 / calls, r["count"] / calls)',
+          'DispatchTime(r["key"], r["total_ns"] / 1e6 / calls, 1.0)'),
 ]
-
 
 def run(fault: Fault) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""

@@ -52,6 +52,7 @@ _EXPORTS = {
     "DeviceTensor": "runtime.executable",
     "Tolerance": "runtime.numerics",
     "tune": "tools.tune", "TuneReport": "tools.tune",
+    "profile": "tools.profile", "Profile": "tools.profile",
     "TuningDatabase": "tuning", "TuningError": "tuning",
     "CoverageReport": "tools.check", "check_program": "tools.check",
     "run_items": "tools.executor", "Item": "tools.executor", "Outcome": "tools.executor",

@@ -171,6 +171,37 @@ def test_3d_convolutions_become_2d_ones():
     assert not any(op.startswith("linalg.conv_3d") for op in ops), ops
 
 
+WHOLE_1D = [  # (convolution, input shape): dense 1-D convolutions the per-tap form leaves
+    (torch.nn.Conv1d(4, 8, 3, padding=2, dilation=2), (1, 4, 30)),      # few channels
+    (torch.nn.Conv1d(16, 8, 10, stride=5, bias=False), (2, 16, 80)),    # wav2vec2's 10 taps
+    (torch.nn.Conv1d(16, 24, 1), (1, 16, 20)),                          # one tap
+]
+
+
+def test_whole_1d_convolutions_become_2d_ones_of_unit_height():
+    """IREE 3.13 has no im2col for `linalg.conv_1d_ncw_fcw` and runs it as a loop nest
+    (Whisper's front end, left whole, took about 260 ms of a 380 ms call): a dense 1-D
+    convolution the per-tap form leaves, or a stored choice sends whole, is a 2-D one."""
+    from lowerkit import tuning
+
+    cases = [(conv, shape, None) for conv, shape in WHOLE_1D]
+    cases.append((torch.nn.Conv1d(16, 8, 3, stride=2, padding=1), (1, 16, 33), tuning.IM2COL))
+    for conv, shape, forced in cases:
+        torch.manual_seed(0)
+        conv = conv.eval()
+        x = torch.randn(*shape)
+        with tuning.forced(forced):
+            ops = lowered_ops(conv, (x,))
+            art = lowerkit.compile(conv, (x,), cache=False)
+        assert not any(op.startswith("linalg.conv_1d") for op in ops), (conv, ops)
+        assert "linalg.conv_2d_nchw_fchw" in ops, (conv, ops)
+        with torch.no_grad():
+            expected = conv(x)
+        got = art(x)
+        assert got.shape == expected.shape
+        assert_matches(got, expected)
+
+
 @pytest.mark.parametrize("conv,shape,conv_op", [
     (torch.nn.Conv2d(3, 8, 3, 1, 1), (1, 3, 8, 8), "linalg.conv_2d_nchw_fchw"),  # few channels
     # depthwise with 25 taps: more than the per-tap form takes

@@ -18,7 +18,10 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   dispatch that its CPU codegen does not vectorise well (UNet's 48->16 3x3 conv at 64x64:
   1.8-4.2 ms for the packing, 1.2 ms for the matmul); ``conv_1d_ncw_fcw`` (TCN) is not
   im2col'd at all and runs as a naive loop nest (0.2-0.9 ms for a 32x32x3 conv over 128
-  steps). The per-tap matmuls are ordinary data-tiled matmuls on shifted views (the 64x64
+  steps). A dense 1-D convolution that does not go per tap (few channels, one or more than
+  nine taps, or a stored choice) goes to IREE as the 2-D one of unit height it equals
+  (`_conv1d_unit_height`), which takes im2col. The per-tap matmuls are ordinary data-tiled
+  matmuls on shifted views (the 64x64
   conv above: 0.9 ms in all, eager 1.4 ms). A depthwise convolution (``groups`` = channels)
   goes per tap too, as a per-channel multiply of each tap's window, and a strided one reads
   its windows from phases of the input (`_tap_windows`). On MobileNetV2's shapes IREE's
@@ -149,6 +152,22 @@ def _cumsum(x: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> Any:
         y = y + torch.nn.functional.pad(y.narrow(dim, 0, n - shift), before + [shift, 0])
         shift *= 2
     return y.to(out_dtype)
+
+
+class _KeptWhole(threading.local):
+    """Whether, on this thread, a decomposition is calling the op it keeps whole: the table's
+    entry for that op must then step aside (``NotImplemented``) instead of decomposing the
+    call it was written to keep."""
+
+    on = False
+
+    @contextlib.contextmanager
+    def calling(self) -> Any:
+        before, self.on = self.on, True
+        try:
+            yield
+        finally:
+            self.on = before
 
 
 # Convolutions taken apart per kernel tap: below this many input channels a tap's matmul is
@@ -335,9 +354,36 @@ def _conv3d_by_depth(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, p
     return y.contiguous()
 
 
+_CONV_WHOLE = _KeptWhole()  # on while a decomposition calls the convolution it keeps whole
+
+
+def _conv1d_unit_height(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any,
+                        padding: Any, dilation: Any, groups: int) -> Any:
+    """A dense 1-D convolution left whole, as the 2-D one of unit height it equals: IREE 3.13
+    has no im2col for ``linalg.conv_1d_ncw_fcw`` and runs it as a loop nest (Whisper's
+    384-channel front end: about 260 ms of a 380 ms call, `lowerkit profile`), where its 2-D
+    convolutions take im2col and the data-tiled matmul."""
+    if (groups != 1 or x.dtype != torch.float32 or w.dtype != torch.float32
+            or not _static(x) or not _static(w)
+            or not len(stride) == len(padding) == len(dilation) == 1):
+        return NotImplemented
+    with _CONV_WHOLE.calling():
+        y = aten.convolution.default(x.unsqueeze(2), w.unsqueeze(2), bias, [1, *stride],
+                                     [0, *padding], [1, *dilation], False, [0, 0], 1)
+    return y.squeeze(2)
+
+
 def _convolution(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,
                  dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Any:
-    """``aten.convolution``: 3-D ones by kernel depth, 1-D and 2-D ones per tap."""
+    """``aten.convolution``: 3-D ones by kernel depth, 1-D and 2-D ones per tap; a dense 1-D
+    one that stays whole as a 2-D one of unit height."""
+    if _CONV_WHOLE.on:
+        return NotImplemented
+    if x.dim() == 3 and not transposed:
+        y = _conv_taps(x, w, bias, stride, padding, dilation, transposed, output_padding, groups)
+        if y is NotImplemented:
+            y = _conv1d_unit_height(x, w, bias, stride, padding, dilation, groups)
+        return y
     if x.dim() == 5:
         if (transposed or x.dtype != torch.float32 or w.dtype != torch.float32
                 or not _static(x) or not _static(w)):
@@ -393,22 +439,6 @@ def _adaptive_avg_pool2d(x: torch.Tensor, output_size: Any) -> Any:
     mean, nan, pos, neg = pooled[0], pooled[1] > 0, pooled[2] > 0, pooled[3] > 0
     return torch.where(nan | (pos & neg), math.nan,
                        torch.where(pos, math.inf, torch.where(neg, -math.inf, mean)))
-
-
-class _KeptWhole(threading.local):
-    """Whether, on this thread, a decomposition is calling the op it keeps whole: the table's
-    entry for that op must then step aside (``NotImplemented``) instead of decomposing the
-    call it was written to keep."""
-
-    on = False
-
-    @contextlib.contextmanager
-    def calling(self) -> Any:
-        before, self.on = self.on, True
-        try:
-            yield
-        finally:
-            self.on = before
 
 
 def _row_major_strides(sizes: Any) -> list:
