@@ -1099,8 +1099,17 @@ FAULTS = [
           "python/lowerkit/tools/profile.py",
           'DispatchTime(r["key"], r["total_ns"] / 1e6 / calls, r["count"] / calls)',
           'DispatchTime(r["key"], r["total_ns"] / 1e6 / calls, 1.0)'),
+    Fault("sdpa-long-tile-unpadded", "an attention length whose key tile is not a multiple of 16 (Whisper's 1500) is left unpadded",
+          ["test/python/test_attention.py::test_a_long_length_without_a_vector_multiple_tile_is_padded_and_masked_in_the_dispatch"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    return tile < SDPA_MIN_TILE or (n >= SDPA_PAD_FROM and tile % SDPA_TILE_MULTIPLE != 0)\n",
+          "    return tile < SDPA_MIN_TILE\n"),
+    Fault("padded-keys-mask-from-memory", "the padded keys' mask (index compare, select, broadcast) is written out and read by the attention dispatch",
+          ["test/python/test_attention.py::test_a_long_length_without_a_vector_multiple_tile_is_padded_and_masked_in_the_dispatch"],
+          "python/lowerkit/passes/attention.py",
+          "    return all(_computed_from_indices(v, ir, depth - 1) for v in _operands(owner, ir)[0])\n",
+          "    return not _operands(owner, ir)[0]\n"),
 ]
-
 def run(fault: Fault) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""
     path = ROOT / fault.file if fault.file else None

@@ -798,18 +798,32 @@ _SDPA_MASK_READY = _KeptWhole()  # on while _sdpa calls the op it keeps whole
 # A sequence length whose largest divisor up to the CPU attention's key tile
 # (`passes.attention.MAX_KEY_TILE`) is below this is padded to a multiple of that tile.
 SDPA_MIN_TILE = 8
+# From this length on, one whose key tile is not a multiple of this is padded too: at 6 heads
+# x 1500 x 64 the tile of 30 keys took 53.5 ms a call where 1504 keys (tile 32) took 29.6 ms
+# and eager 22.3 ms; IREE's llvm-cpu codegen of a reduction over a length that is not a
+# multiple of the vector width was 40x slower (`lowerkit profile`: the max-subtract-sum of a
+# [9000, 1500] softmax 190 ms, over 1536 columns 4.9 ms).
+SDPA_PAD_FROM = 4 * MAX_KEY_TILE
+SDPA_TILE_MULTIPLE = 16
+
+
+def _sdpa_tile_poor(n: int) -> bool:
+    """Whether attention over length ``n`` is padded (`_sdpa_padded`)."""
+    tile = largest_divisor(n, MAX_KEY_TILE)
+    return tile < SDPA_MIN_TILE or (n >= SDPA_PAD_FROM and tile % SDPA_TILE_MULTIPLE != 0)
 
 
 def _sdpa_padded(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                  scale: Any) -> Any:
     """Attention whose key or query length has no divisor of at least `SDPA_MIN_TILE` up to
-    the key tile (ViT's 197 tokens: a prime), padded to a multiple of the tile: the padded
+    the key tile (ViT's 197 tokens: a prime), or a long one whose tile is not a multiple of
+    `SDPA_TILE_MULTIPLE` (Whisper's 1500), padded to a multiple of the tile: the padded
     keys masked out by a mask computed from indices, the padded query rows dropped. IREE's
     attention tiles its key loop by a divisor of the length (`passes.attention.cpu_tiles`),
     so at 197 it ran one key a step: 5.0 ms where 224 keys took 1.1 ms (4 heads, head dim 64;
     benchmarks/results/attention-lengths-before.json). None where no padding is needed."""
     L, S = query.shape[-2], key.shape[-2]
-    if not any(largest_divisor(n, MAX_KEY_TILE) < SDPA_MIN_TILE for n in (L, S)):
+    if not any(_sdpa_tile_poor(n) for n in (L, S)):
         return None
     up = lambda n: -(-n // MAX_KEY_TILE) * MAX_KEY_TILE  # noqa: E731
     lp, sp = up(L), up(S)
