@@ -1,5 +1,5 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
-# CHECK: cpu: seed-as-input, lower-attention, fence-reductions, fence-gathered-slices, fence-batched-matmul-operands
+# CHECK: cpu: seed-as-input, lower-attention, fence-reductions, fence-gathered-slices, fence-batched-matmul-operands, fence-transposed-matmul-results
 # CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fold-wide-casts-into-reductions, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, keep-nan-min-max, keep-nan-zero-products, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices, widen-narrow-storage, narrow-index-math
 # CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fold-wide-casts-into-reductions, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, keep-nan-min-max, keep-nan-zero-products, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices
 # CHECK-NEXT: cuda: seed-as-input, fence-reductions, fence-gathered-slices
@@ -42,7 +42,8 @@ import sys
 from lowerkit import Build, Pipeline, PythonPassStage, Target
 from lowerkit.target import CPU_OP_CONFIG_NATIVE_VECTORS, native_vector_bytes
 from lowerkit.passes import (attention, batched_operand_fence, depthwise_order,
-                             gathered_slice_fence, narrow_storage, narrow_index_math,
+                             gathered_slice_fence, matmul_transpose_fence, narrow_storage,
+                             narrow_index_math,
                              narrow_io, nan_min_max, pad_fence, reduction_fence, seed_input, self_subtract,
                              sort_guard, wide_cast_fold, zero_product,
                              strided_slice_fence, zero_divisor)
@@ -90,6 +91,8 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
         stages.append(PythonPassStage.from_module(gathered_slice_fence))
         if backends == ["llvm-cpu"]:  # its data tiling packs a computed batched operand wrongly
             stages.append(PythonPassStage.from_module(batched_operand_fence))
+            # and leaves a matmul whose result is transposed off its microkernel path
+            stages.append(PythonPassStage.from_module(matmul_transpose_fence))
     return Pipeline("target-fixes", stages, description=__doc__.splitlines()[0])
 
 

@@ -210,3 +210,24 @@ def test_a_long_length_without_a_vector_multiple_tile_is_padded_and_masked_in_th
     assert any(b"attention" in e for e in exports), exports
     assert not any(b"broadcast" in e for e in exports), exports
     assert compare(art(q, k, v), fn(q, k, v)).ok
+
+
+def test_a_packed_in_projection_stays_a_plain_matmul_on_the_cpu():
+    """nn.MultiheadAttention's in-projection is one matmul viewed as [rows, 3, d] and
+    transposed; IREE folded the transpose into the matmul (``matmul_like_3x197x768x768``, off
+    the data-tiled microkernel path: half the ViT-B blocks' call). `fence-transposed-matmul-
+    results` keeps it a plain ``[rows, 3 d]`` matmul."""
+    import re
+
+    from lowerkit.runtime.numerics import compare
+
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(64, 4, batch_first=True).eval()
+    x = torch.randn(1, 20, 64)
+    fn = lambda x: mha(x, x, x, need_weights=False)[0]  # noqa: E731
+    art = lowerkit.compile(fn, (x,), cache=False)
+    exports = {e.decode() for e in re.findall(rb"main_dispatch_\d+_matmul_like_[0-9x]+", art.vmfb)}
+    assert any(e.endswith("_20x192x64") for e in exports), exports
+    assert not any("_3x20x64x64" in e for e in exports), exports
+    with torch.no_grad():
+        assert compare(art(x), fn(x)).ok

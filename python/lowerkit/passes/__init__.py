@@ -42,6 +42,7 @@ PASSES = {
     "narrow-index-math": "narrow_index_math",
     "fence-gathered-slices": "gathered_slice_fence",
     "fence-batched-matmul-operands": "batched_operand_fence",
+    "fence-transposed-matmul-results": "matmul_transpose_fence",
     "widen-narrow-storage": "narrow_storage",
     "keep-nan-self-subtract": "self_subtract",
     "keep-nan-min-max": "nan_min_max",
