@@ -1114,7 +1114,10 @@ FAULTS = [
           "python/lowerkit/passes/matmul_transpose_fence.py",
           "        if from_matmul(op.operands[0], ir):\n",
           "        if False:\n"),
-]def run(fault: Fault) -> tuple[bool, float, str]:
+]
+
+
+def run(fault: Fault) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""
     path = ROOT / fault.file if fault.file else None
     original = path.read_text() if path else None
