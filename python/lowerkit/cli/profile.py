@@ -17,7 +17,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default="cpu", help="target to compile for (default: cpu)")
     p.add_argument("--top", type=int, default=20, help="dispatches to list (default: 20; 0: all)")
     p.add_argument("--calls", type=int, default=5,
-                   help="calls profiled; each dispatch's time is their sum over the calls")
+                   help="calls profiled at least (default: 5); each dispatch's time is its sum "
+                        "over the calls, divided by them")
+    p.add_argument("--seconds", type=float, default=1.0,
+                   help="profile more calls if they take less than this long (default: 1)")
     p.add_argument("--json", type=Path, help="write the profile here")
 
 
@@ -44,6 +47,7 @@ def main(args: argparse.Namespace) -> int:
     case = _case(args.model)
     with console.status(f"profiling {case.name}") as status:
         prof = profile(case.fn, case.args, case.kwargs, target=args.target, calls=args.calls,
+                       seconds=args.seconds,
                        dynamic_shapes=case.dynamic_shapes)
     console.print(prof.table(top=args.top or None,
                              title=f"{case.name} on {prof.target}: each dispatch inside a call"))

@@ -16,6 +16,7 @@ took 52 ms where alone it took 39.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import statistics
@@ -39,6 +40,7 @@ _UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 # the profiling families each runtime driver records dispatch times with
 _MODE = {"local-task": "host-execution", "local-sync": "host-execution"}
 _DEFAULT_MODE = "dispatch-events"
+MAX_CALLS = 10000
 
 
 @dataclass
@@ -171,9 +173,10 @@ def _dispatch_rows(bundle: Path) -> list[dict]:
 
 
 def profile_artifact(art: Any, args: Any = (), kwargs: dict | None = None, *, calls: int = 5,
-                     driver: str | None = None) -> Profile:
-    """Run ``art`` on ``args`` ``calls`` times under IREE's runtime profiling and sum each
-    dispatch's time per call."""
+                     seconds: float = 1.0, driver: str | None = None) -> Profile:
+    """Run ``art`` on ``args`` under IREE's runtime profiling, ``calls`` times or for about
+    ``seconds`` if that is more calls (a few calls of a millisecond program are noise on a
+    shared machine), and divide each dispatch's summed time by the calls."""
     if not isinstance(args, tuple):
         args = (args,)
     kwargs = kwargs or {}
@@ -184,6 +187,7 @@ def profile_artifact(art: Any, args: Any = (), kwargs: dict | None = None, *, ca
         start = time.perf_counter()
         art(*args, **kwargs)
         times.append((time.perf_counter() - start) * 1e3)
+    calls = max(calls, min(MAX_CALLS, math.ceil(seconds * 1e3 / max(statistics.median(times), 1e-3))))
     with tempfile.TemporaryDirectory(prefix="lowerkit-profile-") as scratch:
         folder = Path(scratch)
         saved = art.save(folder / "program.lowerkit")
@@ -220,7 +224,7 @@ def profile_artifact(art: Any, args: Any = (), kwargs: dict | None = None, *, ca
 
 
 def profile(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: Any = "cpu",
-            calls: int = 5, **compile_options) -> Profile:
+            calls: int = 5, seconds: float = 1.0, **compile_options) -> Profile:
     """Compile ``fn`` for ``target`` (`lowerkit.compile`, with ``compile_options``) and
     `profile_artifact` it on ``args``."""
     from ..api import compile as compile_
@@ -228,4 +232,4 @@ def profile(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target:
     if not isinstance(args, tuple):
         args = (args,)
     art = compile_(fn, args, kwargs or {}, target=target, **compile_options)
-    return profile_artifact(art, args, kwargs, calls=calls)
+    return profile_artifact(art, args, kwargs, calls=calls, seconds=seconds)
