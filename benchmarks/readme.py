@@ -655,6 +655,33 @@ def render_gemm(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + text + "\n\n" + provenance(path, data["meta"])
 
 
+# -- profile_real.py --json -------------------------------------------------------------------------
+def _slowest(row: dict, n: int = 2) -> str:
+    return "; ".join(f"`{d['name'].split('_dispatch_', 1)[-1]}` {_num(d['ms_per_call'])} "
+                     f"({_num(100 * d['ms_per_call'] / row['call_ms'], 2)} %)"
+                     for d in row["dispatches"][:n])
+
+
+def render_profile_real(before: dict, now: dict, paths: tuple[str, str]) -> str:
+    """Per real-shape model: a call's time and its slowest dispatches inside the call, from
+    IREE's runtime profiling, at an earlier commit and now."""
+    old = {r["name"]: r for r in before["rows"]}
+    lines = ["| model | before: a call ms | before: slowest dispatches, ms a call (share) "
+             "| now: a call ms | now: slowest dispatches, ms a call (share) | now: ms by root op |",
+             "| --- | ---: | --- | ---: | --- | --- |"]
+    for r in now["rows"]:
+        if not r["matches_eager"]:
+            raise ResultError(f"{paths[1]}: {r['name']} did not match eager")
+        b = old.get(r["name"])
+        kinds = ", ".join(f"{k} {_num(ms)}" for k, ms in list(r["by_kind"].items())[:3])
+        lines.append(f"| {r['name']} | {_num(b['call_ms']) if b else '-'} | "
+                     f"{_slowest(b) if b else '-'} | {_num(r['call_ms'])} | {_slowest(r)} "
+                     f"| {kinds} |")
+    return ("\n".join(lines) + "\n\nA call is `iree-benchmark-module`'s, with profiling on; the "
+            "dispatch names drop their `main_dispatch_N_` prefix.\n\n"
+            + provenance(paths[0], before["meta"]) + "\n\n" + provenance(paths[1], now["meta"]))
+
+
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
@@ -694,6 +721,12 @@ BLOCKS: dict[str, Block] = {
         ("backend-cpu.json",),
         (".venv/bin/python benchmarks/backend.py --torch-threads 2 --json benchmarks/results/backend-cpu.json",),
         render_backend, torch_threads=2, whole_zoo=True),
+    "profile-real": Block(
+        ("profile-real-before.json", "profile-real.json"),
+        (".venv/bin/python benchmarks/profile_real.py --json benchmarks/results/profile-real.json"
+         "  # and, in a checkout of the commit before (31a8eee) with tools/profile.py copied in,"
+         " --json benchmarks/results/profile-real-before.json",),
+        render_profile_real),
     "tool-startup": Block(
         ("tool-startup-before.json", "tool-startup.json"),
         (".venv/bin/python benchmarks/tool_startup.py --tree CHECKOUT_BEFORE --lit"
