@@ -635,14 +635,17 @@ def render_attention(data: dict, path: str) -> str:
 def render_gemm(data: dict, path: str) -> str:
     peak = max(data["peak"]["gflops"], data["peak_after"]["gflops"])
     lines = ["| fp32 GEMM, batch 1 | M×K×N | eager GFLOP/s | torch.compile GFLOP/s "
-             "| lowerkit GFLOP/s | lowerkit % of peak | eager % of peak | error / scale |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| lowerkit GFLOP/s | lowerkit % of peak | eager % of peak "
+             "| lowerkit's matmul dispatch GFLOP/s | its % of peak | error / scale |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in data["shapes"]:
         g = r.get("gflops") or {}
+        kernel = (r.get("profile") or {}).get("matmul_gflops", math.nan)
         lines.append(f"| {r['model']} | {'×'.join(map(str, r['shape']))} | "
                      + " | ".join(_num(g.get(k)) for k in ("eager", "torch.compile", "lowerkit"))
                      + f" | {_num(100 * g.get('lowerkit', math.nan) / peak, 2)}"
                      f" | {_num(100 * g.get('eager', math.nan) / peak, 2)}"
+                     f" | {_num(kernel)} | {_num(100 * kernel / peak, 2)}"
                      f" | {_num(r.get('error'), 2)} |")
     p = data["peak"]
     text = (f"Measured fp32 peak: **{_num(peak)} GFLOP/s** (the better of "
