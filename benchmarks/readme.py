@@ -799,7 +799,8 @@ BLOCKS: dict[str, Block] = {
     "attention-lengths": Block(
         ("attention-lengths.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py --cases "
-         "d64-plain-128,d64-plain-197,d64-plain-200,d64-plain-224,d64-plain-256 --no-profile "
+         "d64-plain-128,d64-plain-197,d64-plain-200,d64-plain-224,d64-plain-256,d64-plain-1500,"
+         "d64-plain-1504 --no-profile "
          "--json benchmarks/results/attention-lengths.json",),
         render_attention, torch_threads=2),
     "gemm": Block(
