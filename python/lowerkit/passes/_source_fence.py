@@ -15,6 +15,7 @@ from ..ir import Build
 # producers that compute nothing: fusing these was never wrong (a barrier, tied or not, is
 # another fence's)
 LEAVES = frozenset({"arith.constant", "util.optimization_barrier", "flow.tensor.tie_shape",
+                    "iree_tensor_ext.compute_barrier.start",
                     "tensor.empty"})
 
 
@@ -38,7 +39,18 @@ def ops_where(module_op: Any, wanted: Callable[[Any], bool]) -> list:
     return found
 
 
-def barrier(value: Any, at: Any, location: Any) -> tuple[Any, list]:
+# What a fence is made of. ``util.optimization_barrier`` also splits the stream's execution
+# where it stands: IREE runs the dispatches before it, returns to the host and submits the
+# rest, about a millisecond a barrier a call on these 2-core machines (two ViT-B blocks: 9
+# command-buffer executions a call, 10 ms of a 41 ms call between them, `iree-profile
+# statistics`). ``iree_tensor_ext.compute_barrier.start`` keeps dispatch formation from fusing
+# across it as well, and is dropped once the dispatches are formed: one execution.
+OPTIMIZATION_BARRIER = "util.optimization_barrier"
+COMPUTE_BARRIER = "iree_tensor_ext.compute_barrier.start"
+
+
+def barrier(value: Any, at: Any, location: Any,
+            op: str = OPTIMIZATION_BARRIER) -> tuple[Any, list]:
     """A ``util.optimization_barrier`` of ``value`` made at insertion point ``at``: the value to
     read instead, and the ops that still read ``value`` itself. A dynamic tensor's barrier is
     tied to ``value``'s dims (``flow.tensor.tie_shape``): IREE cannot see through the barrier
@@ -46,8 +58,7 @@ def barrier(value: Any, at: Any, location: Any) -> tuple[Any, list]:
     cleanup": torch-mlir's e2e CosineSimilarityModule_basic under `fence-reductions`)."""
     ir = ir_of(value.owner)
     with at, location:
-        fenced = ir.Operation.create("util.optimization_barrier", results=[value.type],
-                                     operands=[value])
+        fenced = ir.Operation.create(op, results=[value.type], operands=[value])
         readers = [fenced]
         if value.type.typeid != ir.RankedTensorType.static_typeid:
             return fenced.results[0], readers
@@ -69,7 +80,7 @@ def barrier(value: Any, at: Any, location: Any) -> tuple[Any, list]:
     return tied.results[0], readers
 
 
-def fence_source(op: Any, index: int = 0) -> bool:
+def fence_source(op: Any, index: int = 0, barrier_op: str = OPTIMIZATION_BARRIER) -> bool:
     """Make operand ``index`` of ``op`` go through a barrier, if an op computes it (not a
     function argument nor one of `LEAVES`); returns whether it did."""
     ir = ir_of(op)
@@ -77,7 +88,7 @@ def fence_source(op: Any, index: int = 0) -> bool:
     producer = getattr(source.owner, "operation", source.owner)  # OpView or op
     if not isinstance(producer, ir.Operation) or producer.name in LEAVES:
         return False
-    op.operands[index] = barrier(source, ir.InsertionPoint(op), op.location)[0]
+    op.operands[index] = barrier(source, ir.InsertionPoint(op), op.location, barrier_op)[0]
     return True
 
 

@@ -141,7 +141,9 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
     IREE inlines it. Barriers keep the op's operands and result as they are here: dispatch
     formation would otherwise fold the transpose back, or fold reshapes around the op into it
     (a grouped-query ``repeat_interleave`` split the batch dim: six loops where the tile sizes
-    name five, and vectors over IREE's limit; `llama_tiny_prefill`). The mask keeps its
+    name five, and vectors over IREE's limit; `llama_tiny_prefill`). They are
+    ``compute_barrier``s, not ``util.optimization_barrier``s, which would split the call's
+    execution at each (`_source_fence.COMPUTE_BARRIER`). The mask keeps its
     producer when it is computed from indices alone (a causal mask: computed inside the
     attention dispatch, never stored); any other mask is read from memory (``fuse_mask``
     False): a broadcast fused in was 0.65 of the output's scale off (a ``[B, 1, L, S]`` mask,
@@ -169,16 +171,16 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
   %scale = arith.constant {_float(scale, element)} : {element} {loc}
   %kt0 = tensor.empty() : {kt} {loc}
   %kt = linalg.transpose ins(%k : {types[1]}) outs(%kt0 : {kt}) permutation = [0, 2, 1] {loc}
-  %ktb = util.optimization_barrier %kt : {kt} {loc}
-  %qb = util.optimization_barrier %q : {types[0]} {loc}
-  %vb = util.optimization_barrier %v : {types[2]} {loc}
-{"" if fuse_mask or len(types) < 4 else f"  %maskb = util.optimization_barrier %mask : {types[3]} {loc}"}
+  %ktb = iree_tensor_ext.compute_barrier.start %kt : {kt} -> {kt} {loc}
+  %qb = iree_tensor_ext.compute_barrier.start %q : {types[0]} -> {types[0]} {loc}
+  %vb = iree_tensor_ext.compute_barrier.start %v : {types[2]} -> {types[2]} {loc}
+{"" if fuse_mask or len(types) < 4 else f"  %maskb = iree_tensor_ext.compute_barrier.start %mask : {types[3]} -> {types[3]} {loc}"}
   %o0 = tensor.empty() : {out} {loc}
   %o = iree_linalg_ext.attention <indexing_maps = [{", ".join(maps)}]> {{compilation_info = {info}}} ins({", ".join(ins)} : {", ".join(in_types)}) outs(%o0 : {out}) {{
   ^bb0(%a: f32 {loc}):
     iree_linalg_ext.yield %a : f32 {loc}
   }} -> {out} {loc}
-  %ob = util.optimization_barrier %o : {out} {loc}
+  %ob = iree_tensor_ext.compute_barrier.start %o : {out} -> {out} {loc}
   return %ob : {out} {loc}
 }}"""
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._linalg import reduction_loops
-from ._source_fence import fence_source, ir_of, ops_where
+from ._source_fence import COMPUTE_BARRIER, fence_source, ir_of, ops_where
 
 NAME = "fence-transposed-matmul-results"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
@@ -58,7 +58,7 @@ def fence(module_op: Any) -> int:
     fenced = 0
     for op in ops_where(module_op, lambda o: o.name == "linalg.transpose"):
         if from_matmul(op.operands[0], ir):
-            fenced += fence_source(op, 0)
+            fenced += fence_source(op, 0, COMPUTE_BARRIER)
     return fenced
 
 

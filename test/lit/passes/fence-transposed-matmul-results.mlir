@@ -7,7 +7,7 @@
 // CHECK: %[[M:.*]] = linalg.matmul
 // CHECK: %[[BIAS:.*]] = linalg.generic
 // CHECK: %[[V:.*]] = tensor.expand_shape %[[BIAS]]
-// CHECK: %[[B:.*]] = util.optimization_barrier %[[V]] : tensor<20x3x64xf32>
+// CHECK: %[[B:.*]] = iree_tensor_ext.compute_barrier.start %[[V]] : tensor<20x3x64xf32> -> tensor<20x3x64xf32>
 // CHECK: linalg.transpose ins(%[[B]] : tensor<20x3x64xf32>)
 #row = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
@@ -29,7 +29,7 @@ func.func @packed_projection(%x: tensor<20x64xf32>, %w: tensor<64x192xf32>, %b: 
 
 // A transpose of anything else (here an argument) is left alone.
 // CHECK-LABEL: func.func @argument_transposed
-// CHECK-NOT: util.optimization_barrier
+// CHECK-NOT: compute_barrier
 // CHECK: linalg.transpose
 func.func @argument_transposed(%x: tensor<20x3x64xf32>) -> tensor<3x20x64xf32> {
   %t0 = tensor.empty() : tensor<3x20x64xf32>
