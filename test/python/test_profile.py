@@ -36,6 +36,7 @@ def test_profile_times_each_dispatch_inside_the_call():
     # same tool; 10 % over allows the tool's own timer around a sub-millisecond call)
     assert 0.3 * prof.call_ms < prof.dispatch_ms <= 1.1 * prof.call_ms, prof.to_json()
     assert prof.dispatches == sorted(prof.dispatches, key=lambda d: -d.ms_per_call)
+    assert prof.executions_per_call == 1, prof.to_json()  # no barrier splits this program
     assert prof.by_kind()["matmul_like"] == pytest.approx(sum(d.ms_per_call for d in matmuls))
 
 

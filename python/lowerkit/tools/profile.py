@@ -65,6 +65,9 @@ class Profile:
     lowerkit_call_ms: float  # the artifact called from Python, profiling off
     dispatches: list[DispatchTime]
     notes: list[str] = field(default_factory=list)
+    # command-buffer executions a call: between two, IREE returns to the host (a
+    # `util.optimization_barrier` makes one; `passes._source_fence.COMPUTE_BARRIER` does not)
+    executions_per_call: float = 0.0
 
     @property
     def dispatch_ms(self) -> float:
@@ -85,6 +88,7 @@ class Profile:
         return {"target": self.target, "driver": self.driver, "rung": self.rung,
                 "calls": self.calls, "call_ms": self.call_ms,
                 "lowerkit_call_ms": self.lowerkit_call_ms, "dispatch_ms": self.dispatch_ms,
+                "executions_per_call": self.executions_per_call,
                 "by_kind": self.by_kind(),
                 "dispatches": [{"name": d.name, "ms_per_call": d.ms_per_call,
                                 "runs_per_call": d.runs_per_call} for d in self.dispatches],
@@ -107,7 +111,8 @@ class Profile:
             t.add_row(f"[dim]{len(rest)} more", "", f"{ms:.4g}", f"{100 * ms / self.call_ms:.1f} %")
         t.caption = (f"a call: {self.call_ms:.4g} ms in iree-benchmark-module ({self.calls} calls, "
                      f"profiling on), {self.lowerkit_call_ms:.4g} ms from Python; dispatches "
-                     f"{self.dispatch_ms:.4g} ms · {self.driver} · rung: {self.rung}")
+                     f"{self.dispatch_ms:.4g} ms in {self.executions_per_call:g} execution(s) · "
+                     f"{self.driver} · rung: {self.rung}")
         return t
 
 
@@ -159,6 +164,19 @@ def _inputs(art: Any, args: tuple, kwargs: dict, folder: Path) -> list[str]:
         np.save(path, t.contiguous().numpy())
         flags.append(f"--input=@{path}")
     return flags
+
+
+def _executions(bundle: Path) -> int:
+    """Command-buffer executions the profile recorded (host-side queue operations)."""
+    text = subprocess.run([_tool("iree-profile"), "statistics", "--format=jsonl", str(bundle)],
+                          capture_output=True, text=True, timeout=300, check=True).stdout
+    total = 0
+    for line in text.splitlines():
+        row = json.loads(line)
+        if (row.get("row_type") == "host_execution_queue_operation"
+                and row.get("event_name") == "execute"):
+            total += row.get("sample_count", 0)
+    return total
 
 
 def _dispatch_rows(bundle: Path) -> list[dict]:
@@ -213,6 +231,7 @@ def profile_artifact(art: Any, args: Any = (), kwargs: dict | None = None, *, ca
         call_ms = next((float(m.group(1)) * _UNIT_MS[m.group(2)]
                         for m in map(_CALL.match, run.stdout.splitlines()) if m), float("nan"))
         rows = _dispatch_rows(folder / "call.ireeprof")
+        executions = _executions(folder / "call.ireeprof")
     dispatches = [DispatchTime(r["key"], r["total_ns"] / 1e6 / calls, r["count"] / calls)
                   for r in rows if not r["key"].startswith("_initializer")]
     dispatches.sort(key=lambda d: -d.ms_per_call)
@@ -220,7 +239,7 @@ def profile_artifact(art: Any, args: Any = (), kwargs: dict | None = None, *, ca
     if not dispatches:
         notes.append(f"IREE recorded no dispatch time on {driver}")
     return Profile(art.target.name, driver, art.compile_rung, calls, call_ms,
-                   statistics.median(times), dispatches, notes)
+                   statistics.median(times), dispatches, notes, executions / calls)
 
 
 def profile(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: Any = "cpu",
