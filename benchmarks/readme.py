@@ -670,15 +670,17 @@ def render_profile_real(before: dict, now: dict, paths: tuple[str, str]) -> str:
     IREE's runtime profiling, at an earlier commit and now."""
     old = {r["name"]: r for r in before["rows"]}
     lines = ["| model | before: a call ms | before: slowest dispatches, ms a call (share) "
-             "| now: a call ms | now: slowest dispatches, ms a call (share) | now: ms by root op |",
-             "| --- | ---: | --- | ---: | --- | --- |"]
+             "| now: a call ms | now: executions a call | now: slowest dispatches, ms a call "
+             "(share) | now: ms by root op |",
+             "| --- | ---: | --- | ---: | ---: | --- | --- |"]
     for r in now["rows"]:
         if not r["matches_eager"]:
             raise ResultError(f"{paths[1]}: {r['name']} did not match eager")
         b = old.get(r["name"])
         kinds = ", ".join(f"{k} {_num(ms)}" for k, ms in list(r["by_kind"].items())[:3])
         lines.append(f"| {r['name']} | {_num(b['call_ms']) if b else '-'} | "
-                     f"{_slowest(b) if b else '-'} | {_num(r['call_ms'])} | {_slowest(r)} "
+                     f"{_slowest(b) if b else '-'} | {_num(r['call_ms'])} "
+                     f"| {_num(r.get('executions_per_call'))} | {_slowest(r)} "
                      f"| {kinds} |")
     return ("\n".join(lines) + "\n\nA call is `iree-benchmark-module`'s, with profiling on; the "
             "dispatch names drop their `main_dispatch_N_` prefix.\n\n"
