@@ -1124,6 +1124,11 @@ FAULTS = [
           "python/lowerkit/passes/matmul_transpose_fence.py",
           "            fenced += fence_source(op, 0, COMPUTE_BARRIER)",
           "            fenced += fence_source(op, 0)"),
+    Fault("softmax-long-row-unpadded", "a softmax along a long row of no multiple of 16 is left to IREE's slow reduction",
+          ["test/python/test_decompositions.py::test_a_long_softmax_row_is_padded_to_a_vector_multiple"],
+          "python/lowerkit/ingress/decompositions.py",
+          "        aten._softmax.default: _softmax,\n",
+          ""),
 ]
 
 

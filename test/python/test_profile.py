@@ -32,9 +32,13 @@ def test_profile_times_each_dispatch_inside_the_call():
     matmuls = [d for d in prof.dispatches if kind_of(d.name) == "matmul_like"]
     assert matmuls, [d.name for d in prof.dispatches]
     assert sum(d.runs_per_call for d in matmuls) == 3 and max(d.runs_per_call for d in matmuls) >= 2, [(d.name, d.runs_per_call) for d in matmuls]
-    # the dispatches are most of the call and no more than it (IREE's own call, timed by the
-    # same tool; 10 % over allows the tool's own timer around a sub-millisecond call)
-    assert 0.3 * prof.call_ms < prof.dispatch_ms <= 1.1 * prof.call_ms, prof.to_json()
+    # no more than the call (IREE's own call, timed by the same tool; 10 % over allows the
+    # tool's own timer around a millisecond call), and no less than the three matmuls'
+    # 201 MFLOP take at 640 GFLOP/s, above any 2-core x86's fp32 peak (2 cores x 2 AVX-512
+    # FMA units x 5 GHz): a share of the call would not hold on a loaded machine, where the
+    # call's host side grows and the kernels do not
+    flops = 3 * 2 * 512 * 256 * 256
+    assert flops / 640e9 * 1e3 < prof.dispatch_ms <= 1.1 * prof.call_ms, prof.to_json()
     assert prof.dispatches == sorted(prof.dispatches, key=lambda d: -d.ms_per_call)
     assert prof.executions_per_call == 1, prof.to_json()  # no barrier splits this program
     assert prof.by_kind()["matmul_like"] == pytest.approx(sum(d.ms_per_call for d in matmuls))
