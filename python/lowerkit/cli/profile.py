@@ -37,6 +37,11 @@ def _case(spec: str):
             return made
         fn, args, *rest = made
         return ModelCase(spec, fn, tuple(args), dict(rest[0]) if rest else {})
+    if ":" not in spec:
+        from lowerkit.errors import LowerkitError
+
+        raise LowerkitError(f"no zoo or real-shape model named {spec!r} (`lowerkit zoo --list`, "
+                            f"`lowerkit bench real`), and not FILE.py:FACTORY")
     return load_case(spec)
 
 

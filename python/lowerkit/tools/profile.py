@@ -66,7 +66,8 @@ class Profile:
     dispatches: list[DispatchTime]
     notes: list[str] = field(default_factory=list)
     # command-buffer executions a call: between two, IREE returns to the host (a
-    # `util.optimization_barrier` makes one; `passes._source_fence.COMPUTE_BARRIER` does not)
+    # `util.optimization_barrier` makes one; `passes._source_fence.COMPUTE_BARRIER` does not);
+    # 0 where the driver records no host execution (Vulkan, CUDA)
     executions_per_call: float = 0.0
 
     @property
@@ -111,7 +112,9 @@ class Profile:
             t.add_row(f"[dim]{len(rest)} more", "", f"{ms:.4g}", f"{100 * ms / self.call_ms:.1f} %")
         t.caption = (f"a call: {self.call_ms:.4g} ms in iree-benchmark-module ({self.calls} calls, "
                      f"profiling on), {self.lowerkit_call_ms:.4g} ms from Python; dispatches "
-                     f"{self.dispatch_ms:.4g} ms in {self.executions_per_call:g} execution(s) · "
+                     f"{self.dispatch_ms:.4g} ms"
+                     + (f" in {self.executions_per_call:g} execution(s)" if self.executions_per_call
+                        else "") + " · "
                      f"{self.driver} · rung: {self.rung}")
         return t
 
