@@ -1117,7 +1117,7 @@ FAULTS = [
     Fault("attention-fences-split-the-call", "the CPU attention's fences are util.optimization_barriers, each splitting the call's execution",
           ["test/python/test_attention.py::test_attentions_fences_do_not_split_the_call"],
           "python/lowerkit/passes/attention.py",
-          "  %ktb = iree_tensor_ext.compute_barrier.start %kt : {kt} -> {kt} {loc}",
+          "  %ktb = {COMPUTE_BARRIER} %kt : {kt} -> {kt} {loc}",
           "  %ktb = util.optimization_barrier %kt : {kt} {loc}"),
     Fault("transpose-fence-splits-the-call", "the transposed-matmul fence is a util.optimization_barrier, splitting the call's execution",
           ["test/python/test_attention.py::test_attentions_fences_do_not_split_the_call"],

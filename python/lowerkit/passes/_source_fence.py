@@ -51,7 +51,8 @@ COMPUTE_BARRIER = "iree_tensor_ext.compute_barrier.start"
 
 def barrier(value: Any, at: Any, location: Any,
             op: str = OPTIMIZATION_BARRIER) -> tuple[Any, list]:
-    """A ``util.optimization_barrier`` of ``value`` made at insertion point ``at``: the value to
+    """A barrier ``op`` (`OPTIMIZATION_BARRIER` or `COMPUTE_BARRIER`) of ``value`` made at
+    insertion point ``at``: the value to
     read instead, and the ops that still read ``value`` itself. A dynamic tensor's barrier is
     tied to ``value``'s dims (``flow.tensor.tie_shape``): IREE cannot see through the barrier
     for them, and an untied one failed iree-compile ("'tensor.dim' op unexpected during shape

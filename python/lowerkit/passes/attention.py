@@ -34,6 +34,7 @@ import re
 from typing import Any
 
 from ..ir import Build
+from ._source_fence import COMPUTE_BARRIER
 
 NAME = "lower-attention"
 BUILD = "iree"
@@ -171,16 +172,16 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
   %scale = arith.constant {_float(scale, element)} : {element} {loc}
   %kt0 = tensor.empty() : {kt} {loc}
   %kt = linalg.transpose ins(%k : {types[1]}) outs(%kt0 : {kt}) permutation = [0, 2, 1] {loc}
-  %ktb = iree_tensor_ext.compute_barrier.start %kt : {kt} -> {kt} {loc}
-  %qb = iree_tensor_ext.compute_barrier.start %q : {types[0]} -> {types[0]} {loc}
-  %vb = iree_tensor_ext.compute_barrier.start %v : {types[2]} -> {types[2]} {loc}
-{"" if fuse_mask or len(types) < 4 else f"  %maskb = iree_tensor_ext.compute_barrier.start %mask : {types[3]} -> {types[3]} {loc}"}
+  %ktb = {COMPUTE_BARRIER} %kt : {kt} -> {kt} {loc}
+  %qb = {COMPUTE_BARRIER} %q : {types[0]} -> {types[0]} {loc}
+  %vb = {COMPUTE_BARRIER} %v : {types[2]} -> {types[2]} {loc}
+{"" if fuse_mask or len(types) < 4 else f"  %maskb = {COMPUTE_BARRIER} %mask : {types[3]} -> {types[3]} {loc}"}
   %o0 = tensor.empty() : {out} {loc}
   %o = iree_linalg_ext.attention <indexing_maps = [{", ".join(maps)}]> {{compilation_info = {info}}} ins({", ".join(ins)} : {", ".join(in_types)}) outs(%o0 : {out}) {{
   ^bb0(%a: f32 {loc}):
     iree_linalg_ext.yield %a : f32 {loc}
   }} -> {out} {loc}
-  %ob = iree_tensor_ext.compute_barrier.start %o : {out} -> {out} {loc}
+  %ob = {COMPUTE_BARRIER} %o : {out} -> {out} {loc}
   return %ob : {out} {loc}
 }}"""
 

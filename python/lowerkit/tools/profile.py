@@ -169,28 +169,23 @@ def _inputs(art: Any, args: tuple, kwargs: dict, folder: Path) -> list[str]:
     return flags
 
 
+def _profile_rows(command: str, bundle: Path) -> list[dict]:
+    """``iree-profile COMMAND --format=jsonl BUNDLE``, one dict a row."""
+    text = subprocess.run([_tool("iree-profile"), command, "--format=jsonl", str(bundle)],
+                          capture_output=True, text=True, timeout=300, check=True).stdout
+    return [json.loads(line) for line in text.splitlines()]
+
+
 def _executions(bundle: Path) -> int:
     """Command-buffer executions the profile recorded (host-side queue operations)."""
-    text = subprocess.run([_tool("iree-profile"), "statistics", "--format=jsonl", str(bundle)],
-                          capture_output=True, text=True, timeout=300, check=True).stdout
-    total = 0
-    for line in text.splitlines():
-        row = json.loads(line)
-        if (row.get("row_type") == "host_execution_queue_operation"
-                and row.get("event_name") == "execute"):
-            total += row.get("sample_count", 0)
-    return total
+    return sum(row.get("sample_count", 0) for row in _profile_rows("statistics", bundle)
+               if row.get("row_type") == "host_execution_queue_operation"
+               and row.get("event_name") == "execute")
 
 
 def _dispatch_rows(bundle: Path) -> list[dict]:
-    text = subprocess.run([_tool("iree-profile"), "dispatch", "--format=jsonl", str(bundle)],
-                          capture_output=True, text=True, timeout=300, check=True).stdout
-    rows = []
-    for line in text.splitlines():
-        row = json.loads(line)
-        if row.get("type") in ("host_dispatch_group", "dispatch_group"):
-            rows.append(row)
-    return rows
+    return [row for row in _profile_rows("dispatch", bundle)
+            if row.get("type") in ("host_dispatch_group", "dispatch_group")]
 
 
 def profile_artifact(art: Any, args: Any = (), kwargs: dict | None = None, *, calls: int = 5,
