@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ..errors import DeviceLostError, LowerkitError, TargetError
+from .yielding_wait import YieldingWait
 
 # torch dtype -> (numpy dtype used for the host copy, IREE element type name)
 _ELEMENT_TYPES = {
@@ -79,6 +80,8 @@ class Executable:
         self._loaded: tuple | None = None
         self._generation = 0  # which of its driver's devices it was loaded on (`forget_device`)
         self._host_path = _HostPath(self) if driver == "local-task" else None  # issue 7
+        # IREE's wait for the task system's workers spins: long calls wait as SCHED_BATCH
+        self._wait = YieldingWait() if driver == "local-task" else None
 
     def _load(self) -> tuple:
         import iree.runtime as rt
@@ -192,12 +195,12 @@ class Executable:
             push(alloc(memory, usage, device, arr, element_types[t.dtype]))
         results = rt.VmVariantList(n_results)
         try:
-            if path is None or path.decided:
+            if path is None:
                 context.invoke(fn, args, results)
             else:
-                start = time.perf_counter()
-                context.invoke(fn, args, results)
-                path.record(context, time.perf_counter() - start)
+                seconds = self._wait.invoke(context, fn, args, results)
+                if not path.decided:
+                    path.record(context, seconds)
         except Exception as e:
             raise LowerkitError(f"the compiled program failed at run time on '{self.driver}': {e}") from e
         view = rt.HalBufferView
@@ -638,7 +641,10 @@ def invoke_resident(
             args.push_ref(upload(rt, device, v, widen))
     results = rt.VmVariantList(n_results)
     try:
-        context.invoke(fn, args, results)
+        if executable._wait is not None:
+            executable._wait.invoke(context, fn, args, results)
+        else:
+            context.invoke(fn, args, results)
     except Exception as e:
         if device_lost(e):  # not retried: device inputs of this call may be what was lost
             executable.forget_lost_device()
