@@ -278,6 +278,20 @@ def render_call_floor(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- yielding_wait.py --json ----------------------------------------------------------------------
+def render_yielding_wait(data: dict, path: str) -> str:
+    lines = [f"| one call, ms ({data['rounds']} rounds × {data['calls']} calls each way, "
+             "interleaved) | driver | eager median | spinning median | mean | p90 "
+             "| yielding median | mean | p90 |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["models"]:
+        s, y = r["spinning"], r["yielding"]
+        lines.append(f"| {r['model']} | {r['driver']} | {_num(r['eager_median_ms'])} | "
+                     + " | ".join(_num(s[k]) for k in ("median", "mean", "p90")) + " | "
+                     + " | ".join(_num(y[k]) for k in ("median", "mean", "p90")) + " |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
 # -- backend.py --json -----------------------------------------------------------------------------
 def render_backend(data: dict, path: str) -> str:
     lines = ["| model | eager ms | torch.compile ms | lowerkit ms | backend ms | frozen ms "
@@ -834,6 +848,10 @@ BLOCKS: dict[str, Block] = {
         ("backend-call.json",),
         (".venv/bin/python benchmarks/backend_call.py --json benchmarks/results/backend-call.json",),
         render_backend_call),
+    "yielding-wait": Block(
+        ("yielding-wait.json",),
+        (".venv/bin/python benchmarks/yielding_wait.py --json benchmarks/results/yielding-wait.json",),
+        render_yielding_wait, torch_threads=2),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),

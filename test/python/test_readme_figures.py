@@ -46,6 +46,7 @@ NOT_MEASURED = {
     "30 ms",       # lowerkit bench --settle-ms default (bench.SETTLE_S)
     "3 s",         # issue 7's compile-time goal
     "5 %",         # lowerkit tune's margin (tools/tune.MARGIN)
+    "250 µs",      # the yielding wait's threshold (runtime/yielding_wait.LONG_CALL_S)
 }
 
 
