@@ -104,7 +104,7 @@ def run_metadata(command: str | None = None) -> dict:
         "iree_cpu_flags": list(CPU_SPEED_FLAGS),
         "env": {k: os.environ[k] for k in ("LOWERKIT_CPU_DRIVER", "LOWERKIT_DECOMPOSITIONS",
                                             "OMP_WAIT_POLICY", "OMP_NUM_THREADS",
-                                            "LOWERKIT_TUNING_DB")
+                                            "LOWERKIT_TUNING_DB", "LOWERKIT_YIELDING_WAIT")
                 if k in os.environ},
         "tuning": _tuning_in_use(),
     }
