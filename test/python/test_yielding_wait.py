@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import pytest
 import torch
@@ -26,12 +27,15 @@ def switch_on(monkeypatch):
 class _Context:
     """A stand-in for VmContext that records the calling thread's policy during invoke."""
 
-    def __init__(self, fail: bool = False):
+    def __init__(self, fail: bool = False, seconds: float = 0.0):
         self.policies: list[int] = []
         self.fail = fail
+        self.seconds = seconds
 
     def invoke(self, fn, args, results):
         self.policies.append(os.sched_getscheduler(0))
+        if self.seconds:
+            time.sleep(self.seconds)
         if self.fail:
             raise RuntimeError("the program failed")
 
@@ -55,14 +59,19 @@ def test_a_failing_call_still_restores_the_policy():
 
 
 def test_only_a_call_after_a_long_one_is_wrapped():
+    """Only lower bounds on times: a loaded machine only ever makes a call longer."""
     wait, ctx = YieldingWait(), _Context()
     wait.invoke(ctx, None, None, None)  # the first call: nothing known yet
     wait.last_s = LONG_CALL_S / 10
     wait.invoke(ctx, None, None, None)
-    wait.last_s = LONG_CALL_S
-    wait.invoke(ctx, None, None, None)
+    assert ctx.policies == [os.SCHED_OTHER, os.SCHED_OTHER]
+    slow = _Context(seconds=2 * LONG_CALL_S)
+    wait.last_s = LONG_CALL_S / 10
+    seconds = wait.invoke(slow, None, None, None)
+    assert seconds >= 2 * LONG_CALL_S and wait.last_s == seconds
+    wait.invoke(ctx, None, None, None)  # after that long call: wrapped
     assert ctx.policies == [os.SCHED_OTHER, os.SCHED_OTHER, os.SCHED_BATCH]
-    assert 0 < wait.last_s < LONG_CALL_S  # the stand-in's call itself is short
+    assert slow.policies == [os.SCHED_OTHER]
     assert os.sched_getscheduler(0) == os.SCHED_OTHER
 
 
