@@ -9,7 +9,6 @@ from __future__ import annotations
 import atexit
 import math
 import os
-import time
 import threading
 import weakref
 from typing import Any
