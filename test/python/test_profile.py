@@ -3,10 +3,14 @@ IREE's runtime profiling, adds up to the call and counts each run of a dispatch.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
 import lowerkit
+from lowerkit.runtime.yielding_wait import batch_child
+from lowerkit.tools import profile as profile_module
 from lowerkit.tools.profile import kind_of
 
 
@@ -24,10 +28,20 @@ class _TheSameLayerThrice(torch.nn.Module):
         return x
 
 
-def test_profile_times_each_dispatch_inside_the_call():
+def test_profile_times_each_dispatch_inside_the_call(monkeypatch):
     torch.manual_seed(0)
     model, x = _TheSameLayerThrice().eval(), torch.randn(512, 256)
+    started = []
+    real_run = profile_module.subprocess.run
+
+    def run(cmd, *args, **kwargs):
+        started.append((Path(cmd[0]).name, kwargs.get("preexec_fn")))
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(profile_module.subprocess, "run", run)
     prof = lowerkit.profile(model, (x,), calls=4, cache=False)
+    # the benchmark's calls wait as lowerkit's own calls do (`runtime.yielding_wait`)
+    assert ("iree-benchmark-module", batch_child) in started, started
     assert prof.driver in ("local-task", "local-sync")
     matmuls = [d for d in prof.dispatches if kind_of(d.name) == "matmul_like"]
     assert matmuls, [d.name for d in prof.dispatches]

@@ -5,6 +5,7 @@ after it, even when the call raises, and short calls are left alone."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 
@@ -13,7 +14,7 @@ import torch
 
 import lowerkit
 from lowerkit.runtime import yielding_wait
-from lowerkit.runtime.yielding_wait import LONG_CALL_S, YieldingWait, as_batch
+from lowerkit.runtime.yielding_wait import LONG_CALL_S, YieldingWait, as_batch, batch_child
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="SCHED_BATCH is Linux's")
@@ -116,3 +117,14 @@ def test_a_long_local_task_program_is_called_batch_scheduled(monkeypatch):
     torch.testing.assert_close(art(x), torch.relu(x @ w), rtol=1e-5, atol=1e-5 * 64)
     assert seen == [os.SCHED_OTHER]
     assert os.sched_getscheduler(0) == os.SCHED_OTHER
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_a_child_process_runs_batch_scheduled_when_waits_yield(monkeypatch, on):
+    """`lowerkit profile` starts iree-benchmark-module with `batch_child`, so that its calls
+    are timed as lowerkit makes them; with the yielding wait off, the child is left alone."""
+    monkeypatch.setattr(yielding_wait._Switch, "on", on)
+    out = subprocess.run([sys.executable, "-c", "import os; print(os.sched_getscheduler(0))"],
+                         capture_output=True, text=True, check=True, preexec_fn=batch_child)
+    assert int(out.stdout) == (os.SCHED_BATCH if on else os.SCHED_OTHER)
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # this process is untouched

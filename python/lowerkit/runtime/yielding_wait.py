@@ -58,6 +58,17 @@ def as_batch(call: Callable[[], Any]) -> Any:
                           f"policy after an IREE call: {e}", RuntimeWarning, stacklevel=2)
 
 
+def batch_child() -> None:
+    """A ``preexec_fn`` that puts a child process under ``SCHED_BATCH`` when this process
+    yields its waits: ``iree-benchmark-module`` (`lowerkit profile`) then times calls the way
+    lowerkit makes them from Python. Its threads inherit the policy; a refusal is ignored."""
+    if _Switch.on:
+        try:
+            os.sched_setscheduler(0, _POLICY, _PARAM)
+        except OSError:
+            pass
+
+
 class YieldingWait:
     """One executable's calls: each wrapped in `as_batch` when the one before was long."""
 

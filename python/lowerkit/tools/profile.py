@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from ..errors import LowerkitError
+from ..runtime.yielding_wait import batch_child
 
 # "BM_main/process_time/real_time_median   177 ms   338 ms   5 items_per_second=..."
 _CALL = re.compile(r"^BM_\S+?/\S*real_time(?:_median)?\s+([\d.]+) (ns|us|ms|s)\b")
@@ -221,7 +222,8 @@ def profile_artifact(art: Any, args: Any = (), kwargs: dict | None = None, *, ca
 
             cmd.insert(2, f"--parameters={SCOPE}={archive}")
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800,
-                             env={**os.environ, "IREE_TRACE": "0"})
+                             env={**os.environ, "IREE_TRACE": "0"},
+                             preexec_fn=batch_child if os.name == "posix" else None)
         if run.returncode:
             last = (run.stderr.strip() or run.stdout.strip()).splitlines()[-1:] or ["no output"]
             raise LowerkitError(f"lowerkit profile: iree-benchmark-module failed on the "
