@@ -164,6 +164,14 @@ class Executable:
                 f"fresh device: the program itself may be what loses it; the next call opens "
                 f"another device. {e}") from e
 
+    def call(self, context: Any, fn: Any, args: Any, results: Any) -> float | None:
+        """``context.invoke(fn, args, results)``: on local-task, timed (the seconds are returned)
+        and, after a long call, waiting as `yielding_wait` says; elsewhere untimed (None)."""
+        if self._wait is not None:
+            return self._wait.invoke(context, fn, args, results)
+        context.invoke(fn, args, results)
+        return None
+
     def _invoke(self, tensors: list["torch.Tensor | int"], n_results: int) -> list[torch.Tensor]:
         """One call: every input is copied into a buffer of IREE's: IREE may compute in place in an
         argument's buffer (a sort of its input did), so handing it the caller's memory
@@ -194,12 +202,9 @@ class Executable:
             push(alloc(memory, usage, device, arr, element_types[t.dtype]))
         results = rt.VmVariantList(n_results)
         try:
-            if path is None:
-                context.invoke(fn, args, results)
-            else:
-                seconds = self._wait.invoke(context, fn, args, results)
-                if not path.decided:
-                    path.record(context, seconds)
+            seconds = self.call(context, fn, args, results)
+            if path is not None and not path.decided:
+                path.record(context, seconds)
         except Exception as e:
             raise LowerkitError(f"the compiled program failed at run time on '{self.driver}': {e}") from e
         view = rt.HalBufferView
@@ -640,10 +645,7 @@ def invoke_resident(
             args.push_ref(upload(rt, device, v, widen))
     results = rt.VmVariantList(n_results)
     try:
-        if executable._wait is not None:
-            executable._wait.invoke(context, fn, args, results)
-        else:
-            context.invoke(fn, args, results)
+        executable.call(context, fn, args, results)
     except Exception as e:
         if device_lost(e):  # not retried: device inputs of this call may be what was lost
             executable.forget_lost_device()
