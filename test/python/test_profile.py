@@ -78,3 +78,31 @@ def test_profile_cli_prints_the_slowest_dispatches(tmp_path, capsys):
 ])
 def test_dispatch_kinds(name, kind):
     assert kind_of(name) == kind
+
+
+class _Recording:
+    """An artifact that notes, at each call, whether its CPU driver was already chosen."""
+
+    def __init__(self, art):
+        self._art, self.settled_at_call = art, []
+
+    def __call__(self, *args, **kwargs):
+        self.settled_at_call.append(self._art.executable.settled)
+        return self._art(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._art, name)
+
+
+def test_profile_times_python_calls_after_the_driver_trials(monkeypatch):
+    # The first calls of a local-task program alternate with a local-sync twin, five each;
+    # "ms from Python" timed over them mixed both drivers (a 4 ms GEMM read 9 ms).
+    monkeypatch.delenv("LOWERKIT_CPU_DRIVER", raising=False)
+    torch.manual_seed(0)
+    art = lowerkit.compile(torch.nn.Linear(64, 64).eval(), (torch.randn(8, 64),), cache=False)
+    assert not art.executable.settled
+    recording = _Recording(art)
+    prof = profile_module.profile_artifact(recording, (torch.randn(8, 64),), calls=3, seconds=0)
+    timed = recording.settled_at_call[-3:]
+    assert all(timed) and not recording.settled_at_call[1], recording.settled_at_call
+    assert prof.lowerkit_call_ms > 0

@@ -121,6 +121,12 @@ class Executable:
         return rt, device, context, fn
 
     @property
+    def settled(self) -> bool:
+        """Whether later calls run on one driver: on local-task the first calls are trials that
+        alternate with a local-sync twin (`_HostPath`), so they time neither driver alone."""
+        return self._host_path is None or self._host_path.decided
+
+    @property
     def loaded(self) -> tuple:
         """(rt, device, context, function), loaded at first use and again after its device
         was lost (`forget_device`)."""
