@@ -839,6 +839,16 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"
          " --json benchmarks/results/real-shapes.json",),
         render_real_shapes, torch_threads=2),
+    "real-shapes-xeon": Block(
+        ("real-shapes-xeon.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"
+         " --json benchmarks/results/real-shapes-xeon.json",),
+        render_real_shapes, torch_threads=2),
+    "gemm-xeon": Block(
+        ("gemm-xeon.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
+         " --json benchmarks/results/gemm-xeon.json",),
+        render_gemm, torch_threads=2),
     "tuned": Block(
         ("tuned.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/tuned.py"
