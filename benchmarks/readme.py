@@ -292,6 +292,19 @@ def render_yielding_wait(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 
+
+def render_mmt4d_tiles(data: dict, path: str) -> str:
+    """benchmarks/mmt4d_tiles.py: each fp32 matmul's variants against the microkernel."""
+    lines = [f"| fp32 matmul, both operands packed each call (median of {data['rounds']} rounds) "
+             "| M×K×N | mmt4d vector tile (M1, N1, K1, M0, N0, K0) | ms | GFLOP/s | × microkernel |",
+             "| --- | --- | --- | ---: | ---: | ---: |"]
+    base = {r["shape"]: r["median_ms"] for r in data["rows"] if r["variant"].startswith("microkernel")}
+    for r in data["rows"]:
+        lines.append(f"| {r['shape']}: {r['variant']} | {'×'.join(map(str, r['mkn']))} | "
+                     f"{r['tile']} | {_num(r['median_ms'])} | {_num(r['gflops'])} | "
+                     f"{_ratio(base[r['shape']] / r['median_ms'])} |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
 # -- backend.py --json -----------------------------------------------------------------------------
 def render_backend(data: dict, path: str) -> str:
     lines = ["| model | eager ms | torch.compile ms | lowerkit ms | backend ms | frozen ms "
@@ -849,6 +862,10 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
          " --json benchmarks/results/gemm-xeon.json",),
         render_gemm, torch_threads=2),
+    "mmt4d-tiles": Block(
+        ("mmt4d-tiles.json",),
+        (".venv/bin/python benchmarks/mmt4d_tiles.py --json benchmarks/results/mmt4d-tiles.json",),
+        render_mmt4d_tiles),
     "tuned": Block(
         ("tuned.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/tuned.py"
