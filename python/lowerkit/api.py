@@ -179,6 +179,10 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
              iree_phases=False, fingerprint=None):
     with tuning.applied(target) as tuned, tuning.per_tap_written() as per_tap:
         imported = load()
+        # a stored whole-compile choice (the matmul tile); a flag the caller gave wins
+        given = {f.split("=", 1)[0] for f in iree_flags or ()}
+        iree_flags = [*(iree_flags or ()), *(f for f in tuning.applied_flags()
+                                            if f.split("=", 1)[0] not in given)]
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
 

@@ -34,6 +34,15 @@ FORMAT = 1
 # (im2col for a dense convolution, IREE's depthwise kernel for a depthwise one).
 TAPS, IM2COL = "taps", "im2col"
 CHOICES = (TAPS, IM2COL)
+# One choice per CPU rather than per op: how many bytes of each matrix operand a workgroup of
+# IREE's data-tiled matmuls takes (`--iree-llvmcpu-matmul-tile-bytes`). IREE's default gave the
+# ViT-B/16 MLP's 197x3072x768 matmul one 16x16 output tile per workgroup, so its packed weights
+# were read once per 16 rows: fine while they stay in cache, and 1.5x slower per call when
+# they come from memory, as each layer's weights do inside a model. Measured per CPU and model
+# (`lowerkit.tools.tune.measure_matmul_tiles`); stored as a byte count, or IREE_DEFAULT.
+MATMUL_TILE = "matmul-tile-bytes"
+IREE_DEFAULT = "iree"
+_MATMUL_TILE_FLAG = "--iree-llvmcpu-matmul-tile-bytes"
 _OFF = {"0", "off", "false", "no", "none"}
 
 
@@ -88,6 +97,25 @@ def cpu_key(target: Any = "cpu") -> str | None:
     return f"iree {version('iree-base-compiler')} {cpu.get('cpu', '?')} {features}"
 
 
+def valid_choice(op: str, choice: Any) -> bool:
+    if op == MATMUL_TILE:
+        return choice == IREE_DEFAULT or (isinstance(choice, str) and choice.isdigit()
+                                          and int(choice) > 0)
+    return choice in CHOICES
+
+
+def _choices_text(op: str) -> str:
+    return f"{IREE_DEFAULT!r} or a byte count" if op == MATMUL_TILE else str(CHOICES)
+
+
+def iree_flags(choices: dict[str, str]) -> list[str]:
+    """The iree-compile flags one CPU's stored choices add to a whole compile."""
+    chosen = choices.get(MATMUL_TILE)
+    if chosen is None or chosen == IREE_DEFAULT:
+        return []
+    return [f"{_MATMUL_TILE_FLAG}={int(chosen)}"]
+
+
 class TuningDatabase:
     """The stored choices, by CPU key and op key, each with the measurements behind it."""
 
@@ -102,9 +130,9 @@ class TuningDatabase:
                 self.entries = {cpu: dict(ops) for cpu, ops in data["entries"].items()}
                 for ops in self.entries.values():
                     for op, entry in ops.items():
-                        if entry.get("choice") not in CHOICES:
+                        if not valid_choice(op, entry.get("choice")):
                             raise ValueError(f"{op}: choice {entry.get('choice')!r} is not one "
-                                             f"of {CHOICES}")
+                                             f"of {_choices_text(op)}")
             except (OSError, ValueError, KeyError, AttributeError, TypeError) as e:
                 raise TuningError(f"tuning database {self.path} cannot be read: {e} (fix it, "
                                   f"delete it, or set {ENV}=off)") from e
@@ -114,8 +142,8 @@ class TuningDatabase:
         return entry["choice"] if entry else None
 
     def record(self, cpu: str, op: str, choice: str, evidence: dict) -> None:
-        if choice not in CHOICES:
-            raise TuningError(f"{op}: choice {choice!r} is not one of {CHOICES}")
+        if not valid_choice(op, choice):
+            raise TuningError(f"{op}: choice {choice!r} is not one of {_choices_text(op)}")
         self.entries.setdefault(cpu, {})[op] = {"choice": choice, **evidence}
 
     def choices(self, cpu: str | None) -> dict[str, str]:
@@ -167,6 +195,7 @@ class _Active(threading.local):
 
     choices: dict[str, str] | None = None
     forced: str | None = None
+    forced_tile: str | None = None  # a matmul tile choice in place of the stored one
     asked: list | None = None
     used: dict[str, str] | None = None
     per_tap: list | None = None
@@ -205,16 +234,27 @@ def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[d
     database). Yields the choices they used, by op key."""
     db = database if database is not None else open_database()
     cpu = cpu_key(target) if db is not None and db.entries else None
+    choices = db.choices(cpu) if db is not None else {}
     used: dict[str, str] = {}
-    with _set(choices=db.choices(cpu) if db is not None else {}, used=used):
+    tile = _active.forced_tile or choices.get(MATMUL_TILE)
+    if tile is not None:
+        choices = {**choices, MATMUL_TILE: tile}
+        if _active.forced_tile is None:
+            used[MATMUL_TILE] = tile  # a stored choice, reported as the convolutions' are
+    with _set(choices=choices, used=used):
         yield used
+
+
+def applied_flags() -> list[str]:
+    """Inside `applied`: the iree-compile flags its choices add to the compile."""
+    return iree_flags(_active.choices or {})
 
 
 def digest(target: Any, database: "TuningDatabase | None" = None) -> str:
     """`TuningDatabase.digest` of the default database for ``target`` ("" when there is none),
     or the form `forced` makes every convolution take."""
-    if _active.forced is not None:
-        return f"forced {_active.forced}"
+    if _active.forced is not None or _active.forced_tile is not None:
+        return f"forced {_active.forced} {_active.forced_tile}"
     db = database if database is not None else open_database()
     if db is None or not db.entries:
         return ""
@@ -227,6 +267,16 @@ def forced(choice: str | None) -> Iterator[None]:
     if choice is not None and choice not in CHOICES:
         raise TuningError(f"choice {choice!r} is not one of {CHOICES}")
     with _set(forced=choice):
+        yield
+
+
+@contextlib.contextmanager
+def forced_matmul_tile(choice: str) -> Iterator[None]:
+    """Compiles inside take ``choice`` (a byte count or IREE_DEFAULT) for the matmul tile,
+    whatever is stored (the tuner's candidates)."""
+    if not valid_choice(MATMUL_TILE, choice):
+        raise TuningError(f"matmul tile {choice!r} is not one of {_choices_text(MATMUL_TILE)}")
+    with _set(forced_tile=choice):
         yield
 
 

@@ -14,7 +14,7 @@ from lowerkit import tuning
 from lowerkit.cli import main as cli
 from lowerkit.ingress.importer import import_program
 from lowerkit.runtime.numerics import compare
-from lowerkit.tools.tune import decide
+from lowerkit.tools.tune import MATMUL_TILE_CANDIDATES, decide
 from lowerkit.tuning import IM2COL, TAPS, TuningDatabase, TuningError
 
 
@@ -165,7 +165,10 @@ def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, capsys):
     assert cli(["tune", f"{factory}:two_convs", "--database", str(path), "--rounds", "3"]) == 0
     assert "2 convolution shape(s)" in capsys.readouterr().out
     stored = json.loads(path.read_text())["entries"][tuning.cpu_key("cpu")]
-    assert set(stored) == {WIDE, THIN}
+    assert set(stored) == {WIDE, THIN, tuning.MATMUL_TILE}
+    tile = stored.pop(tuning.MATMUL_TILE)  # the whole model, compiled once per candidate
+    assert tile["choice"] in MATMUL_TILE_CANDIDATES and set(tile["ms"]) == set(MATMUL_TILE_CANDIDATES)
+    assert max(tile["error_over_scale"].values()) <= 1e-4
     for entry in stored.values():
         assert entry["choice"] in (TAPS, IM2COL) and entry["rounds"] == 3
         assert set(entry["ms"]) == {TAPS, IM2COL} and all(v > 0 for v in entry["ms"].values())
@@ -174,7 +177,9 @@ def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, capsys):
         assert max(entry["error_over_scale"].values()) <= 1e-4
     # stored shapes are not measured again (a compile reading them: the tests above)
     again = lowerkit.tune(*two_convs(), database=path, rounds=3)
-    assert again.measured == [] and again.known == {k: e["choice"] for k, e in stored.items()}
+    assert again.measured == [] and again.matmul_tile is None
+    assert again.known == {**{k: e["choice"] for k, e in stored.items()},
+                           tuning.MATMUL_TILE: tile["choice"]}
 
 
 def test_a_malformed_database_is_named_in_the_error(tmp_path, monkeypatch):
@@ -186,3 +191,99 @@ def test_a_malformed_database_is_named_in_the_error(tmp_path, monkeypatch):
     path.write_text("{not json")
     with pytest.raises(TuningError, match=str(path)):
         lowerkit.compile(*two_convs(), cache=False)
+
+
+# -- the matmul tile: one whole-compile choice per CPU (`tuning.MATMUL_TILE`) ---------------------
+TILE_FLAG = "--iree-llvmcpu-matmul-tile-bytes"
+
+
+def _linear():
+    torch.manual_seed(0)
+    return torch.nn.Linear(64, 32).eval(), (torch.randn(8, 64),)
+
+
+def _flags_seen(monkeypatch) -> list[list[str]]:
+    """The iree-compile flags of every compile from here on."""
+    from lowerkit import api
+
+    seen: list[list[str]] = []
+    real = api.compiler.compile_to_vmfb
+
+    def spy(bytecode, target, flags, **kwargs):
+        seen.append(list(flags))
+        return real(bytecode, target, flags, **kwargs)
+
+    monkeypatch.setattr(api.compiler, "compile_to_vmfb", spy)
+    return seen
+
+
+def _tile_flags(flags: list[str]) -> list[str]:
+    return [f for f in flags if f.startswith(TILE_FLAG)]
+
+
+def test_a_stored_matmul_tile_reaches_every_compile_for_its_cpu(tmp_path, monkeypatch):
+    db = _database(tmp_path, {tuning.MATMUL_TILE: "524288"})
+    monkeypatch.setenv(tuning.ENV, str(db.path))
+    seen = _flags_seen(monkeypatch)
+    model, args = _linear()
+    art = lowerkit.compile(model, args, cache=False)
+    assert _tile_flags(seen[-1]) == [f"{TILE_FLAG}=524288"], seen[-1]
+    assert art.tuned.get(tuning.MATMUL_TILE) == "524288", art.tuned
+    with torch.inference_mode():
+        assert compare(art(*args), model(*args)).ok
+    # a flag the caller gives wins, and iree-compile never sees the option twice
+    lowerkit.compile(model, args, cache=False, iree_flags=[f"{TILE_FLAG}=65536"])
+    assert _tile_flags(seen[-1]) == [f"{TILE_FLAG}=65536"], seen[-1]
+    # IREE's default stored, or another CPU's choice: no flag
+    _database(tmp_path, {tuning.MATMUL_TILE: tuning.IREE_DEFAULT})
+    lowerkit.compile(model, args, cache=False)
+    assert _tile_flags(seen[-1]) == [], seen[-1]
+    other = TuningDatabase(tmp_path / "other.json")
+    other.record("iree 0.0 some-other-cpu 000000000000", tuning.MATMUL_TILE, "524288", {})
+    other.save()
+    monkeypatch.setenv(tuning.ENV, str(other.path))
+    lowerkit.compile(model, args, cache=False)
+    assert _tile_flags(seen[-1]) == [], seen[-1]
+
+
+def test_a_changed_matmul_tile_is_never_answered_from_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOWERKIT_CACHE_DIR", str(tmp_path / "cache"))
+    model, args = _linear()
+    seen = _flags_seen(monkeypatch)
+    db = _database(tmp_path, {tuning.MATMUL_TILE: "524288"})
+    monkeypatch.setenv(tuning.ENV, str(db.path))
+    lowerkit.compile(model, args)
+    _database(tmp_path, {tuning.MATMUL_TILE: "1048576"})
+    art = lowerkit.compile(model, args)
+    assert len(seen) == 2 and _tile_flags(seen[-1]) == [f"{TILE_FLAG}=1048576"], seen
+    assert art.tuned.get(tuning.MATMUL_TILE) == "1048576"
+
+
+def test_a_bad_matmul_tile_in_the_database_is_refused(tmp_path):
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps({"format": tuning.FORMAT, "entries": {
+        "iree 3.13.0 cpu 0": {tuning.MATMUL_TILE: {"choice": "-5"}}}}))
+    with pytest.raises(TuningError, match="matmul-tile-bytes"):
+        TuningDatabase(path)
+    with pytest.raises(TuningError):
+        TuningDatabase(tmp_path / "new.json").record("cpu", tuning.MATMUL_TILE, TAPS, {})
+
+
+@pytest.mark.parametrize("candidate_ms,chosen", [
+    (8.0, "2097152"),             # 20 % faster in every round: chosen
+    (9.8, tuning.IREE_DEFAULT),   # 2 % faster: within the margin, IREE's default is kept
+])
+def test_the_matmul_tile_is_chosen_only_when_it_beats_irees_default(monkeypatch, candidate_ms,
+                                                                    chosen):
+    from lowerkit.tools import tune as tune_module
+
+    rounds = 7
+    monkeypatch.setattr(tune_module, "time_interleaved", lambda fns, n: {
+        tuning.IREE_DEFAULT: [10.0 + 0.01 * r for r in range(n)],
+        "2097152": [candidate_ms + 0.01 * r for r in range(n)]})
+    model, args = _linear()
+    m = tune_module.measure_matmul_tiles(model, args, rounds=rounds,
+                                         candidates=(tuning.IREE_DEFAULT, "2097152"))
+    assert m.choice == chosen, m.why
+    assert set(m.ms) == {tuning.IREE_DEFAULT, "2097152"}
+    assert max(m.error_over_scale.values()) < 1e-5, m.error_over_scale

@@ -67,6 +67,7 @@ class TuneReport:
     database: Path | None
     measured: list[Measurement] = field(default_factory=list)
     known: dict[str, str] = field(default_factory=dict)   # shapes already stored, skipped
+    matmul_tile: MatmulTileMeasurement | None = None
 
     def table(self, title: str | None = None):
         from rich.table import Table
@@ -112,14 +113,21 @@ def decide(taps: list[float], im2col: list[float],
     evidence = (f"median {t_med:.3g} against {i_med:.3g} ms, lower quartile {t_q1:.3g} against "
                 f"{i_q1:.3g}, per tap faster in {wins}/{n} rounds")
 
-    def beats(a_q1: float, a_med: float, b_q1: float, b_med: float) -> bool:
-        return a_med <= (1 - margin) * b_med and a_q1 <= (1 - margin) * b_q1
-
-    if beats(t_q1, t_med, i_q1, i_med) and wins > n / 2:
+    if beats(taps, im2col, margin):
         return TAPS, f"per tap faster ({evidence})", ratio, wins
-    if beats(i_q1, i_med, t_q1, t_med) and n - wins > n / 2:
+    if beats(im2col, taps, margin):
         return IM2COL, f"im2col faster ({evidence})", ratio, wins
     return IM2COL, f"tie ({evidence}): im2col, per tap only where it pays", ratio, wins
+
+
+def beats(a: list[float], b: list[float], margin: float = MARGIN) -> bool:
+    """Whether ``a`` (ms, one per round) is faster than ``b`` (paired rounds) by ``margin`` at
+    its median and at its lower quartile (the rounds least disturbed by other work: on a
+    shared machine noise only slows a call down), and in more than half of the rounds."""
+    (a_q1, a_med), (b_q1, b_med) = _quartiles(a), _quartiles(b)
+    wins = sum(x < y for x, y in zip(a, b))
+    return (a_med <= (1 - margin) * b_med and a_q1 <= (1 - margin) * b_q1
+            and wins > len(a) / 2)
 
 
 class _OneConvolution(torch.nn.Module):
@@ -198,6 +206,72 @@ def measure(shape: ConvShape, target: Any = "cpu", rounds: int = ROUNDS,
                        errors)
 
 
+# The matmul tile sizes tried (`tuning.MATMUL_TILE`): IREE's default, then from a quarter of a
+# MiB to two MiB of each matrix operand per workgroup.
+MATMUL_TILE_CANDIDATES = (tuning.IREE_DEFAULT, "262144", "524288", "1048576", "2097152")
+
+
+@dataclass
+class MatmulTileMeasurement:
+    """The whole model timed with each matmul tile: what was chosen, and on what evidence."""
+
+    choice: str
+    why: str
+    ms: dict[str, float]              # median of the rounds, per candidate
+    rounds: int
+    compile_s: dict[str, float]
+    error_over_scale: dict[str, float]
+    before: str | None = None
+
+    def evidence(self) -> dict:
+        return {"why": self.why, "ms": {k: round(v, 5) for k, v in self.ms.items()},
+                "rounds": self.rounds,
+                "compile_s": {k: round(v, 2) for k, v in self.compile_s.items()},
+                "error_over_scale": self.error_over_scale}
+
+
+def measure_matmul_tiles(fn: Callable, args: Any = (), kwargs: dict | None = None, *,
+                         target: Any = "cpu", rounds: int = ROUNDS, margin: float = MARGIN,
+                         candidates: tuple[str, ...] = MATMUL_TILE_CANDIDATES,
+                         dynamic_shapes: Any = None) -> MatmulTileMeasurement:
+    """Compile the whole of ``fn`` once per matmul tile candidate, check each against eager,
+    and time them interleaved. The fastest is chosen only if it beats IREE's default
+    (`beats`); otherwise IREE's default is stored."""
+    from ..api import compile as compile_program
+    from ..runtime.numerics import compare
+
+    kwargs = kwargs or {}
+    if candidates[0] != tuning.IREE_DEFAULT:
+        raise TuningError(f"the first matmul tile candidate must be {tuning.IREE_DEFAULT!r}, "
+                          f"the baseline the others must beat")
+    arts, seconds = {}, {}
+    for tile in candidates:
+        with tuning.forced_matmul_tile(tile):
+            start = time.perf_counter()
+            arts[tile] = compile_program(fn, tuple(args), kwargs, target=target, cache=False,
+                                         dynamic_shapes=dynamic_shapes)
+            seconds[tile] = time.perf_counter() - start
+    with torch.inference_mode():
+        want = fn(*args, **kwargs)
+        checks = {t: compare(a(*args, **kwargs), want) for t, a in arts.items()}
+        wrong = {t: c.message for t, c in checks.items() if not c.ok}
+        if wrong:
+            raise TuningError(f"matmul tile: a candidate does not match eager, nothing stored: "
+                              f"{wrong}")
+        samples = time_interleaved({t: (lambda a=a: a(*args, **kwargs)) for t, a in arts.items()},
+                                   rounds)
+    ms = {t: statistics.median(v) for t, v in samples.items()}
+    best = min(candidates[1:], key=ms.__getitem__) if len(candidates) > 1 else candidates[0]
+    base = tuning.IREE_DEFAULT
+    evidence = ", ".join(f"{t}: {ms[t]:.3g} ms" for t in candidates)
+    if best != base and beats(samples[best], samples[base], margin):
+        choice, why = best, f"{best} bytes faster than IREE's default ({evidence})"
+    else:
+        choice, why = base, f"no candidate beats IREE's default by {margin:.0%} ({evidence})"
+    return MatmulTileMeasurement(choice, why, ms, rounds, seconds,
+                                 {t: c.max_rel_error for t, c in checks.items()})
+
+
 def shapes_of(fn: Callable, args: Any = (), kwargs: dict | None = None,
               dynamic_shapes: Any = None) -> list[ConvShape]:
     """The convolutions of ``fn(*args, **kwargs)`` whose form is a choice, as its import sees
@@ -211,7 +285,7 @@ def shapes_of(fn: Callable, args: Any = (), kwargs: dict | None = None,
 
 def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: Any = "cpu",
          database: "str | Path | TuningDatabase | None" = None, rounds: int = ROUNDS,
-         retune: bool = False, dynamic_shapes: Any = None,
+         retune: bool = False, dynamic_shapes: Any = None, matmul_tile: bool = True,
          progress: Callable[[str], None] | None = None) -> TuneReport:
     """Measure the per-shape choices of ``fn``'s convolutions on this CPU and store them in
     ``database`` (default: `tuning.default_path`). Shapes already stored for this CPU and IREE
@@ -247,4 +321,24 @@ def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: An
             **m.evidence(), "measured_on": measured_on,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
         db.save()  # after each shape: an interrupted run keeps what it measured
+    if matmul_tile:
+        before = db.choice(cpu, tuning.MATMUL_TILE)
+        if before is not None and not retune:
+            report.known[tuning.MATMUL_TILE] = before
+        else:
+            if progress:
+                progress("measuring the matmul tile (a compile per candidate)")
+            m = measure_matmul_tiles(fn, args, kwargs, target=target, rounds=rounds,
+                                     dynamic_shapes=dynamic_shapes)
+            m.before = before
+            report.matmul_tile = m
+            db.record(cpu, tuning.MATMUL_TILE, m.choice, {
+                **m.evidence(), "measured_on": measured_on, "model": _name(fn),
+                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                    timespec="seconds")})
+            db.save()
     return report
+
+
+def _name(fn: Callable) -> str:
+    return type(fn).__name__ if isinstance(fn, torch.nn.Module) else getattr(fn, "__name__", "?")
