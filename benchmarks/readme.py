@@ -86,8 +86,15 @@ def provenance(path: str, meta: dict) -> str:
     threads = meta.get("threads", {})
     load = meta.get("load_average") or [math.nan]
     tuned = meta.get("tuning")
-    tuned = (f", {len(tuned['choices'])} convolution forms read from a tuning database "
-             f"(lowerkit tune)" if tuned else "")
+    if tuned:
+        choices = dict(tuned["choices"])
+        tile = choices.pop("matmul-tile-bytes", None)
+        read = ([f"{len(choices)} convolution forms"] if choices else []) + (
+            [f"the matmul tile ({tile} bytes)"] if tile else [])
+        tuned = (f", {' and '.join(read) or 'no choices'} read from a tuning database "
+                 f"(lowerkit tune, `{Path(tuned['path']).name}`)")
+    else:
+        tuned = ""
     return (f"<sub>`{path}`: commit `{commit}`, {meta.get('date', '?')}, "
             f"{cpu.get('model', '?')} ({flags}), {cpu.get('cores_usable') or cpu.get('cores')} "
             f"cores, {threads.get('torch', '?')} torch threads, load average "
@@ -856,6 +863,12 @@ BLOCKS: dict[str, Block] = {
         ("real-shapes-xeon.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"
          " --json benchmarks/results/real-shapes-xeon.json",),
+        render_real_shapes, torch_threads=2),
+    "real-shapes-xeon-tuned": Block(
+        ("real-shapes-xeon-tuned.json",),
+        ("LOWERKIT_TUNING_DB=benchmarks/results/tuning-xeon.json OMP_WAIT_POLICY=PASSIVE"
+         " .venv/bin/lowerkit bench real --torch-threads 2"
+         " --json benchmarks/results/real-shapes-xeon-tuned.json",),
         render_real_shapes, torch_threads=2),
     "gemm-xeon": Block(
         ("gemm-xeon.json",),
