@@ -312,6 +312,20 @@ def render_mmt4d_tiles(data: dict, path: str) -> str:
                      f"{_ratio(base[r['shape']] / r['median_ms'])} |")
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
+
+def render_matmul_tile(data: dict, path: str) -> str:
+    """benchmarks/matmul_tile.py: IREE's default matmul tile against the tuned one, per model."""
+    tile = data["tile"]
+    lines = [f"| model, ms (median of {data['rounds']} interleaved rounds) | eager "
+             f"| IREE's default tile | {tile} bytes | default / {tile} | error / scale |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["models"]:
+        ms = r["median_ms"]
+        lines.append(f"| {r['model']} | {_num(ms['eager'])} | {_num(ms['iree'])} "
+                     f"| {_num(ms['tuned'])} | {_ratio(r['tuned_over_iree'])} "
+                     f"| {_num(max(r['error_over_scale'].values()), 2)} |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
 # -- backend.py --json -----------------------------------------------------------------------------
 def render_backend(data: dict, path: str) -> str:
     lines = ["| model | eager ms | torch.compile ms | lowerkit ms | backend ms | frozen ms "
@@ -870,6 +884,12 @@ BLOCKS: dict[str, Block] = {
          " .venv/bin/lowerkit bench real --torch-threads 2"
          " --json benchmarks/results/real-shapes-xeon-tuned.json",),
         render_real_shapes, torch_threads=2),
+    "matmul-tile-xeon": Block(
+        ("matmul-tile-xeon.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/matmul_tile.py"
+         " --database benchmarks/results/tuning-xeon.json"
+         " --json benchmarks/results/matmul-tile-xeon.json",),
+        render_matmul_tile, torch_threads=2),
     "gemm-xeon": Block(
         ("gemm-xeon.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
