@@ -229,6 +229,9 @@ def test_a_stored_matmul_tile_reaches_every_compile_for_its_cpu(tmp_path, monkey
     art = lowerkit.compile(model, args, cache=False)
     assert _tile_flags(seen[-1]) == [f"{TILE_FLAG}=524288"], seen[-1]
     assert art.tuned.get(tuning.MATMUL_TILE) == "524288", art.tuned
+    # `lowerkit run`'s table says so, apart from convolution forms
+    caption = art.stage_table().caption
+    assert "matmul tile 524288 bytes" in caption and "convolution" not in caption, caption
     with torch.inference_mode():
         assert compare(art(*args), model(*args)).ok
     # a flag the caller gives wins, and iree-compile never sees the option twice

@@ -276,9 +276,14 @@ class Artifact:
             lines.append(f"weights: {len(self.parameters)} IREE parameters, "
                          f"{size / 2**20:.1f} MiB, read at load (not in the vmfb)")
         if self.tuned:
-            picked = Counter(self.tuned.values())
-            lines.append(f"tuned on this CPU (lowerkit tune): {len(self.tuned)} convolution(s), "
-                         + ", ".join(f"{n} {c}" for c, n in sorted(picked.items())))
+            from ..tuning import MATMUL_TILE
+
+            convs = {k: v for k, v in self.tuned.items() if k != MATMUL_TILE}
+            parts = [f"{len(convs)} convolution(s), " + ", ".join(
+                f"{n} {c}" for c, n in sorted(Counter(convs.values()).items()))] if convs else []
+            if MATMUL_TILE in self.tuned:
+                parts.append(f"matmul tile {self.tuned[MATMUL_TILE]} bytes")
+            lines.append(f"tuned on this CPU (lowerkit tune): {'; '.join(parts)}")
         lines.append(f"compile cache: {self.cache_note}")
         table.caption = "\n".join(lines)
         return table
