@@ -10,6 +10,10 @@ chosen only if it is faster by ``margin`` at its median and at its lower quartil
 rounds (`decide`). Anything else is a tie, and im2col is stored: issue 19 asks to keep the
 per-tap form only where it pays at run time, since it has more dispatches to compile
 (ResNet-18: 104 against 41, and twice the iree-compile time, `benchmarks/tuned.py`).
+
+Then one choice for the whole CPU: the data-tiled matmuls' workgroup tile
+(`tuning.MATMUL_TILE`, `measure_matmul_tiles`), timed on the whole model, since what it
+changes is how each layer's weights come from memory.
 """
 
 from __future__ import annotations
