@@ -35,7 +35,8 @@ from rich.table import Table
 from lowerkit.runtime.yielding_wait import batch_child
 from lowerkit.target import cpu
 from lowerkit.tools.bench import run_metadata
-from lowerkit.tools.profile import _tool
+from lowerkit.iree.compiler import iree_compile_tool
+from lowerkit.tools.profile import runtime_tool
 
 SHAPES = {"square-2048": (2048, 2048, 2048), "vit-b-fc2": (197, 3072, 768),
           "vit-b-qkv": (197, 768, 2304)}
@@ -77,7 +78,7 @@ def _flags(ukernels: str) -> list[str]:
 
 def compile_variant(src: Path, out: Path, ukernels: str, tile: tuple | None) -> str | None:
     """The vmfb for one variant; the mmt4d tile IREE chose (or the one set) as text."""
-    compiler = _tool("iree-compile")
+    compiler = iree_compile_tool()
     configs = out.with_suffix(".configs.mlir")
     subprocess.run([compiler, *_flags(ukernels), str(src), "--compile-to=executable-configurations",
                     "-o", str(configs)], check=True, capture_output=True, text=True)
@@ -100,7 +101,7 @@ def compile_variant(src: Path, out: Path, ukernels: str, tile: tuple | None) -> 
 def time_call(vmfb: Path, m: int, k: int, n: int, repetitions: int) -> float:
     """Median ms of ``repetitions`` benchmark repetitions of a call, as lowerkit's calls wait."""
     done = subprocess.run(
-        [_tool("iree-benchmark-module"), f"--module={vmfb}", "--device=local-task",
+        [runtime_tool("iree-benchmark-module"), f"--module={vmfb}", "--device=local-task",
          "--function=mm", f"--input={m}x{k}xf32", f"--input={k}x{n}xf32",
          f"--benchmark_repetitions={repetitions}", "--benchmark_min_time=0.3"],
         check=True, capture_output=True, text=True, preexec_fn=batch_child)

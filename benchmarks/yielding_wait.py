@@ -30,7 +30,7 @@ def _case(name: str):
     if name == "gemm_vit_qkv":
         torch.manual_seed(0)
         return torch.nn.Linear(768, 2304).eval(), (torch.randn(1, 197, 768),)
-    from lowerkit.cli.profile import _case as model_case
+    from lowerkit.cli._factory import model_case
 
     case = model_case(name)
     return case.fn, case.args

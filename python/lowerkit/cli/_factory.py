@@ -60,3 +60,21 @@ def load_case(spec: str) -> ModelCase:
     raise LowerkitError(
         f"factory {spec} must return (model, args), (model, args, kwargs) or a ModelCase"
     )
+
+
+def model_case(spec: str) -> ModelCase:
+    """A zoo or real-shape model by name, or ``FILE.py:FACTORY``, as a `ModelCase`."""
+    from lowerkit.zoo import ZOO
+    from lowerkit.zoo.real_shapes import available
+
+    real = {m.name: m for m in available()[0]}
+    if spec in ZOO or spec in real:
+        made = (ZOO.get(spec) or real[spec]).make()
+        if isinstance(made, ModelCase):
+            return made
+        fn, args, *rest = made
+        return ModelCase(spec, fn, tuple(args), dict(rest[0]) if rest else {})
+    if ":" not in spec:
+        raise LowerkitError(f"no zoo or real-shape model named {spec!r} (`lowerkit zoo --list`, "
+                            f"`lowerkit bench real`), and not FILE.py:FACTORY")
+    return load_case(spec)

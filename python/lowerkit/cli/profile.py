@@ -24,32 +24,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, help="write the profile here")
 
 
-def _case(spec: str):
-    from lowerkit.zoo import ZOO
-    from lowerkit.zoo.real_shapes import available
-
-    from ._factory import ModelCase, load_case
-
-    real = {m.name: m for m in available()[0]}
-    if spec in ZOO or spec in real:
-        made = (ZOO.get(spec) or real[spec]).make()
-        if isinstance(made, ModelCase):
-            return made
-        fn, args, *rest = made
-        return ModelCase(spec, fn, tuple(args), dict(rest[0]) if rest else {})
-    if ":" not in spec:
-        from lowerkit.errors import LowerkitError
-
-        raise LowerkitError(f"no zoo or real-shape model named {spec!r} (`lowerkit zoo --list`, "
-                            f"`lowerkit bench real`), and not FILE.py:FACTORY")
-    return load_case(spec)
-
-
 def main(args: argparse.Namespace) -> int:
     from lowerkit.tools.profile import profile
 
     console = console_()
-    case = _case(args.model)
+    from ._factory import model_case
+
+    case = model_case(args.model)
     with console.status(f"profiling {case.name}") as status:
         prof = profile(case.fn, case.args, case.kwargs, target=args.target, calls=args.calls,
                        seconds=args.seconds,

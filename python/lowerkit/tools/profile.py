@@ -134,7 +134,8 @@ def kind_of(name: str) -> str:
     return "_".join(words) or name
 
 
-def _tool(name: str) -> str:
+def runtime_tool(name: str) -> str:
+    """The path of one of IREE's runtime tools (iree-benchmark-module, iree-profile)."""
     tool = Path(sys.executable).with_name(name)
     if tool.exists():
         return str(tool)
@@ -174,7 +175,7 @@ def _inputs(art: Any, args: tuple, kwargs: dict, folder: Path) -> list[str]:
 
 def _profile_rows(command: str, bundle: Path) -> list[dict]:
     """``iree-profile COMMAND --format=jsonl BUNDLE``, one dict a row."""
-    text = subprocess.run([_tool("iree-profile"), command, "--format=jsonl", str(bundle)],
+    text = subprocess.run([runtime_tool("iree-profile"), command, "--format=jsonl", str(bundle)],
                           capture_output=True, text=True, timeout=300, check=True).stdout
     return [json.loads(line) for line in text.splitlines()]
 
@@ -217,7 +218,7 @@ def profile_artifact(art: Any, args: Any = (), kwargs: dict | None = None, *, ca
         with zipfile.ZipFile(saved) as z:
             (folder / "module.vmfb").write_bytes(z.read("module.vmfb"))
         archive = saved.with_suffix(".irpa")
-        cmd = [_tool("iree-benchmark-module"), f"--module={folder / 'module.vmfb'}",
+        cmd = [runtime_tool("iree-benchmark-module"), f"--module={folder / 'module.vmfb'}",
                f"--device={driver}", f"--function={art.executable.function}",
                *_inputs(art, args, kwargs, folder),
                f"--device_profiling_mode={_MODE.get(driver, _DEFAULT_MODE)}",
