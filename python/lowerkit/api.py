@@ -12,7 +12,7 @@ import torch
 
 from . import registry, tuning
 from .cache import CompileCache, recipe_key, resolve_cache
-from .errors import LowerkitError, UnsupportedError
+from .errors import LowerkitError, StageError, UnsupportedError
 from .ingress.fingerprint import fingerprint
 from .ingress.importer import ImportedProgram, import_program
 from .ir import Build, op_histogram
@@ -187,14 +187,18 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
                            op_histogram(imported.module))]
 
     def lower(phases: bool = False) -> Artifact:
-        art = _lower(imported, records, target, pipe, dump, instruments, iree_flags, device,
-                     phases)
+        # convolutions written per tap: if the fast configuration rejects them, they go whole
+        # before the ladder's safer rungs are tried (`_with_convolutions_whole`)
+        whole_first = bool(per_tap) and dump is None and tuning.forcing() is None
+        try:
+            art = _lower(imported, records, target, pipe, dump, instruments, iree_flags, device,
+                         phases, last_rung=0 if whole_first else None)
+        except StageError as e:
+            if not whole_first or "timed out after" in e.summary:
+                raise
+            return _with_convolutions_whole(e, load, target, pipe, instruments, iree_flags,
+                                            device, phases, len(per_tap), tuned)
         art.tuned = dict(tuned)  # before the cache stores it: a cache hit says it too
-        if per_tap and not art.compile_rung.startswith("fast") and dump is None \
-                and tuning.forcing() is None:
-            # a new artifact, whose convolutions no stored choice decided (its `tuned` is empty)
-            art = _with_convolutions_whole(art, load, target, pipe, instruments, iree_flags,
-                                           device, phases, len(per_tap))
         return art
 
     if store is not None:
@@ -210,30 +214,45 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
     return art
 
 
-def _with_convolutions_whole(art, load, target, pipe, instruments, iree_flags, device, phases,
-                             count: int) -> Artifact:
-    """``art`` compiled on a safer rung than the fast one, and its import wrote convolutions
-    per tap: the program imported again with every convolution whole, if iree-compile takes
-    that with its fast configuration. A per-tap convolution fused with a transposing
-    consumer overflowed IREE's 32 KiB stack limit with data tiling (Whisper's convolutional
-    front end), and dropping data tiling slows every matmul of the model, where whole
-    convolutions slow only themselves (Whisper's encoder: 383 against 783 ms a call)."""
+def _with_convolutions_whole(rejected: StageError, load, target, pipe, instruments, iree_flags,
+                             device, phases, count: int, tuned: dict) -> Artifact:
+    """The fast configuration rejected a program whose import wrote convolutions per tap: the
+    program imported again with every convolution whole, if iree-compile takes that with its
+    fast configuration; else the per-tap program down the ladder's safer rungs. A per-tap
+    convolution fused with a transposing consumer overflowed IREE's 32 KiB stack limit with
+    data tiling (Whisper's convolutional front end), and dropping data tiling slows every
+    matmul of the model, where whole convolutions slow only themselves (Whisper's encoder:
+    383 against 783 ms a call). Whole is tried first: the safer rungs' compiles that fail on
+    the way down cost Whisper's encoder four compiles, 8 s of its 12."""
     import warnings
 
     with tuning.forced(tuning.IM2COL):
         whole = load()
-    records = [StageRecord("torch-import", Build.TORCH_MLIR, whole.seconds,
-                           op_histogram(whole.module))]
-    retried = _lower(whole, records, target, pipe, None, instruments, iree_flags, device, phases)
-    if not retried.compile_rung.startswith("fast"):
-        return art
-    retried.compile_stats = {**(retried.compile_stats or {}),
-                             "rung": f"{retried.compile_rung}, convolutions whole"}
-    warnings.warn(f"iree-compile took the fast configuration once the {count} convolution(s) "
-                  f"written per tap were left whole (IREE's im2col or its own kernels), where "
-                  f"per tap it needed the safer rung '{art.compile_rung}': compiled that way "
-                  "(Artifact.compile_rung)", stacklevel=4)
-    return retried
+    try:  # kept only on the fast rung: no compile on the safer ones
+        retried = _lower(whole, [StageRecord("torch-import", Build.TORCH_MLIR, whole.seconds,
+                                             op_histogram(whole.module))],
+                         target, pipe, None, instruments, iree_flags, device, phases, last_rung=0)
+    except StageError as e:
+        if "timed out after" in e.summary:
+            raise
+        retried = None
+    if retried is not None and retried.compile_rung.startswith("fast"):
+        retried.compile_stats = {**(retried.compile_stats or {}),
+                                 "rung": f"{retried.compile_rung}, convolutions whole"}
+        # a new artifact: no stored convolution choice decided its code; a stored matmul tile did
+        retried.tuned = {k: v for k, v in tuned.items() if k == tuning.MATMUL_TILE}
+        warnings.warn(f"iree-compile took the fast configuration once the {count} convolution(s) "
+                      f"written per tap were left whole (IREE's im2col or its own kernels), where "
+                      f"per tap it rejected it ({rejected.summary}): compiled that way "
+                      "(Artifact.compile_rung)", stacklevel=4)
+        return retried
+    with tuning.applied(target) as again_tuned:  # whole needs a safer rung too: per tap, as asked
+        again = load()
+    art = _lower(again, [StageRecord("torch-import", Build.TORCH_MLIR, again.seconds,
+                                     op_histogram(again.module))],
+                 target, pipe, None, instruments, iree_flags, device, phases)
+    art.tuned = dict(again_tuned)
+    return art
 
 
 def _refuse_float64_io(signature, target) -> None:
@@ -251,7 +270,7 @@ def _refuse_float64_io(signature, target) -> None:
 
 
 def _lower(imported, records, target, pipe, dump, instruments, iree_flags, device,
-           iree_phases=False):
+           iree_phases=False, last_rung=None):
     _refuse_float64_io(imported.signature, target)
     if dump is not None:
         dump.write("fx-graph", imported.fx_code(), suffix=".py", kind="fx-graph",
@@ -275,7 +294,7 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     bytecode = bridge.to_iree_bytecode(module)
     serialise = time.perf_counter() - start
     result = compiler.compile_to_vmfb(
-        bytecode, target, list(iree_flags),
+        bytecode, target, list(iree_flags), last_rung=last_rung,
         **(dump.iree_options() if dump is not None else {"phases": iree_phases}))
     records.append(StageRecord(compiler.STAGE, Build.IREE, serialise + result.seconds, Counter()))
     if dump is not None:

@@ -118,15 +118,67 @@ def test_per_tap_convolutions_go_whole_before_data_tiling_is_dropped(tmp_path, m
               {"why": "written by the test"})
     db.save()
     monkeypatch.setenv(tuning.ENV, str(db.path))
+    from lowerkit.iree import compiler
+
+    compiles = []
+    real = compiler._compile_once
+
+    def counted(bytecode, target, extra, dropped, *args, **kwargs):
+        compiles.append(dropped)
+        return real(bytecode, target, extra, dropped, *args, **kwargs)
+
+    monkeypatch.setattr(compiler, "_compile_once", counted)
     torch.manual_seed(0)
     front, x = _ConvFront().eval(), torch.randn(1, 16, 200)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         art = lowerkit.compile(front, (x,), cache=False)
     assert art.compile_rung == "fast, convolutions whole", art.compile_rung
+    # per tap on the fast rung, then whole on it: no compile on a safer rung (each failed one
+    # there is a compile's time; Whisper's encoder spent 8 s of 12 on them)
+    assert compiles == [(), ()], compiles
     assert any("convolution(s) written per tap were left whole" in str(w.message)
                for w in caught), [str(w.message) for w in caught]
     assert "torch.aten.convolution" in art.records[0].ops  # the import it kept
     assert art.tuned == {}  # the stored per-tap choice did not decide the code
+    with torch.no_grad():
+        assert compare(art(x), front(x)).ok
+
+
+def test_per_tap_convolutions_take_a_safer_rung_when_whole_ones_need_one_too(tmp_path,
+                                                                             monkeypatch):
+    """The fast configuration rejects the program per tap and whole alike (a stand-in
+    iree-compile that refuses it): the per-tap program, as its import and the stored choice
+    wrote it, goes down the ladder, as it did before whole was tried first."""
+    from lowerkit import tuning
+    from lowerkit.errors import StageError
+    from lowerkit.iree import compiler
+
+    db = tuning.TuningDatabase(tmp_path / "tuning.json")
+    stored = "conv1d in1x16x200 w384x16x3 s1 p1 d1 bias"
+    db.record(tuning.cpu_key("cpu"), stored, tuning.TAPS, {"why": "written by the test"})
+    db.save()
+    monkeypatch.setenv(tuning.ENV, str(db.path))
+    compiles = []
+    real = compiler._compile_once
+
+    def refusing_fast(bytecode, target, extra, dropped, *args, **kwargs):
+        compiles.append(dropped)
+        if not dropped:
+            raise StageError("iree-compile", "refused by the test's stand-in")
+        return real(bytecode, target, extra, dropped, *args, **kwargs)
+
+    monkeypatch.setattr(compiler, "_compile_once", refusing_fast)
+    torch.manual_seed(0)
+    front, x = _ConvFront().eval(), torch.randn(1, 16, 200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        art = lowerkit.compile(front, (x,), cache=False)
+    assert not art.compile_rung.startswith("fast"), art.compile_rung
+    # per tap and whole on the fast rung, then per tap down the ladder (data tiling is what
+    # fails on this program: its fast rung, and the two rungs that keep data tiling)
+    assert compiles[:3] == [(), (), ()] and len(compiles) == 6, compiles
+    assert "torch.aten.convolution" not in art.records[0].ops  # both convolutions per tap
+    assert art.tuned == {stored: tuning.TAPS}, art.tuned
     with torch.no_grad():
         assert compare(art(x), front(x)).ok

@@ -210,8 +210,10 @@ def compile_to_vmfb(
     timeout: float | None = None,
     phases: bool = False,
     debug_info: bool = False,
+    last_rung: int | None = None,
 ) -> CompileResult:
     """Compile MLIR bytecode (linalg on tensors) for ``target``; raise StageError on failure.
+    ``last_rung``: go no further down the ladder than this rung (0: the fast one only).
 
     ``phases`` records IREE's phases (time and ops of each, from their dumps): printing twelve
     modules costs iree-compile time (the README's compile-time table, column `phases`), so it
@@ -223,6 +225,8 @@ def compile_to_vmfb(
     graphs name layers after them).
     """
     rungs = ladder(target.compile_flags())
+    if last_rung is not None:  # the caller has another way down than the ladder's next rungs
+        rungs = rungs[:last_rung + 1]
     if "cuda" in target.backend.split("+"):
         rungs.append((CUDA_REDUCTION_RUNG, ()))
     first: StageError | None = None
@@ -237,7 +241,7 @@ def compile_to_vmfb(
         except UnsupportedError:
             raise  # the target cannot do what the program asks: no configuration helps
         except StageError as e:
-            if "timed out after" in e.summary or rung == rungs[-1][0]:
+            if "timed out after" in e.summary:
                 raise (first or e) from None
             first = first or e
             untiled = without_op_configs(bytecode) if at == 0 else None
@@ -245,6 +249,8 @@ def compile_to_vmfb(
                 bytecode, rung = untiled, f"{rung}, IREE's tile sizes"
                 rungs[0] = (rung, dropped)
                 continue
+            if at == len(rungs) - 1:
+                raise first from None
             at += 1
             continue
         result.rung = rung
