@@ -747,6 +747,11 @@ BLOCKS: dict[str, Block] = {
         (ZOO_1,),
         (f".venv/bin/lowerkit bench zoo --torch-threads 1 --json benchmarks/results/{ZOO_1}",),
         render_zoo, torch_threads=1, whole_zoo=True),
+    "zoo-2threads-xeon": Block(
+        ("zoo-cpu-2threads-xeon.json",),
+        (".venv/bin/lowerkit bench zoo --torch-threads 2"
+         " --json benchmarks/results/zoo-cpu-2threads-xeon.json",),
+        render_zoo, torch_threads=2, whole_zoo=True),
     "cpu-flags": Block(
         ("cpu-flags.json",),
         (".venv/bin/python benchmarks/compile_time.py resnet18,bert_tiny --repeats 2 --calls 20"
