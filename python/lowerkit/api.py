@@ -193,6 +193,8 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
         try:
             art = _lower(imported, records, target, pipe, dump, instruments, iree_flags, device,
                          phases, last_rung=0 if whole_first else None)
+        except UnsupportedError:
+            raise  # the target cannot do what the program asks, per tap or whole
         except StageError as e:
             if not whole_first or "timed out after" in e.summary:
                 raise

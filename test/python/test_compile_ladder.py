@@ -182,3 +182,22 @@ def test_per_tap_convolutions_take_a_safer_rung_when_whole_ones_need_one_too(tmp
     assert art.tuned == {stored: tuning.TAPS}, art.tuned
     with torch.no_grad():
         assert compare(art(x), front(x)).ok
+
+
+def test_a_per_tap_program_the_target_cannot_run_is_refused_after_one_compile(monkeypatch):
+    """An UnsupportedError (the target lacks what the program asks, e.g. Int64 on portable
+    Vulkan) is not a configuration the whole-convolution retry can help: refused at once."""
+    from lowerkit.errors import UnsupportedError
+    from lowerkit.iree import compiler
+
+    compiles = []
+
+    def unsupported(bytecode, target, extra, dropped, *args, **kwargs):
+        compiles.append(dropped)
+        raise UnsupportedError("iree-compile", "refused by the test's stand-in")
+
+    monkeypatch.setattr(compiler, "_compile_once", unsupported)
+    torch.manual_seed(0)
+    with pytest.raises(UnsupportedError, match="stand-in"):
+        lowerkit.compile(_ConvFront().eval(), (torch.randn(1, 16, 200),), cache=False)
+    assert compiles == [()], compiles
