@@ -118,16 +118,7 @@ def test_per_tap_convolutions_go_whole_before_data_tiling_is_dropped(tmp_path, m
               {"why": "written by the test"})
     db.save()
     monkeypatch.setenv(tuning.ENV, str(db.path))
-    from lowerkit.iree import compiler
-
-    compiles = []
-    real = compiler._compile_once
-
-    def counted(bytecode, target, extra, dropped, *args, **kwargs):
-        compiles.append(dropped)
-        return real(bytecode, target, extra, dropped, *args, **kwargs)
-
-    monkeypatch.setattr(compiler, "_compile_once", counted)
+    compiles = _spy_compiles(monkeypatch)
     torch.manual_seed(0)
     front, x = _ConvFront().eval(), torch.randn(1, 16, 200)
     with warnings.catch_warnings(record=True) as caught:
@@ -152,23 +143,14 @@ def test_per_tap_convolutions_take_a_safer_rung_when_whole_ones_need_one_too(tmp
     wrote it, goes down the ladder, as it did before whole was tried first."""
     from lowerkit import tuning
     from lowerkit.errors import StageError
-    from lowerkit.iree import compiler
 
     db = tuning.TuningDatabase(tmp_path / "tuning.json")
     stored = "conv1d in1x16x200 w384x16x3 s1 p1 d1 bias"
     db.record(tuning.cpu_key("cpu"), stored, tuning.TAPS, {"why": "written by the test"})
     db.save()
     monkeypatch.setenv(tuning.ENV, str(db.path))
-    compiles = []
-    real = compiler._compile_once
-
-    def refusing_fast(bytecode, target, extra, dropped, *args, **kwargs):
-        compiles.append(dropped)
-        if not dropped:
-            raise StageError("iree-compile", "refused by the test's stand-in")
-        return real(bytecode, target, extra, dropped, *args, **kwargs)
-
-    monkeypatch.setattr(compiler, "_compile_once", refusing_fast)
+    compiles = _spy_compiles(monkeypatch, lambda dropped: None if dropped else StageError(
+        "iree-compile", "refused by the test's stand-in"))
     torch.manual_seed(0)
     front, x = _ConvFront().eval(), torch.randn(1, 16, 200)
     with warnings.catch_warnings():
@@ -188,16 +170,27 @@ def test_a_per_tap_program_the_target_cannot_run_is_refused_after_one_compile(mo
     """An UnsupportedError (the target lacks what the program asks, e.g. Int64 on portable
     Vulkan) is not a configuration the whole-convolution retry can help: refused at once."""
     from lowerkit.errors import UnsupportedError
-    from lowerkit.iree import compiler
 
-    compiles = []
-
-    def unsupported(bytecode, target, extra, dropped, *args, **kwargs):
-        compiles.append(dropped)
-        raise UnsupportedError("iree-compile", "refused by the test's stand-in")
-
-    monkeypatch.setattr(compiler, "_compile_once", unsupported)
+    compiles = _spy_compiles(monkeypatch, lambda dropped: UnsupportedError(
+        "iree-compile", "refused by the test's stand-in"))
     torch.manual_seed(0)
     with pytest.raises(UnsupportedError, match="stand-in"):
         lowerkit.compile(_ConvFront().eval(), (torch.randn(1, 16, 200),), cache=False)
     assert compiles == [()], compiles
+
+
+def _spy_compiles(monkeypatch, refuse=None) -> list:
+    """The flags each iree-compile run drops, in order; ``refuse(dropped)`` may return an error
+    that the run raises instead of compiling (a stand-in iree-compile)."""
+
+    compiles, real = [], compiler._compile_once
+
+    def spy(bytecode, target, extra, dropped, *args, **kwargs):
+        compiles.append(dropped)
+        error = refuse(dropped) if refuse else None
+        if error is not None:
+            raise error
+        return real(bytecode, target, extra, dropped, *args, **kwargs)
+
+    monkeypatch.setattr(compiler, "_compile_once", spy)
+    return compiles
