@@ -763,6 +763,11 @@ BLOCKS: dict[str, Block] = {
         (".venv/bin/python benchmarks/compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,"
          "gpt2_base --json benchmarks/results/compile-cold.json",),
         render_compile_cold),
+    "compile-cold-xeon": Block(
+        ("compile-cold-xeon.json",),
+        ("LOWERKIT_TUNING_DB=off .venv/bin/python benchmarks/compile_cold.py resnet18,resnet50,"
+         "mobilenet_v2,bert_base,gpt2_base --json benchmarks/results/compile-cold-xeon.json",),
+        render_compile_cold),
     "compile-cold-tuned": Block(
         ("compile-cold-tuned.json",),
         ("LOWERKIT_TUNING_DB=benchmarks/results/tuning-resnet.json .venv/bin/python "
