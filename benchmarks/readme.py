@@ -593,7 +593,7 @@ def render_import_trace(data: dict, path: str) -> str:
         lines.append(f"| {r['model']} | " + " | ".join(_num(t[c], 2) for c in cols)
                      + f" | {r['ops']['export']} → {r['ops']['decompose']} |")
     return ("\n".join(lines) + f"\n\nMedians of {data['repeats']}, interleaved; read across a "
-            "row (the host was shared).\n\n" + provenance(path, data["meta"]))
+            "row.\n\n" + provenance(path, data["meta"]))
 
 
 def render_ecosystem(data: dict, path: str) -> str:
