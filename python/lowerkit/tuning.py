@@ -43,6 +43,23 @@ CHOICES = (TAPS, IM2COL)
 MATMUL_TILE = "matmul-tile-bytes"
 IREE_DEFAULT = "iree"
 _MATMUL_TILE_FLAG = "--iree-llvmcpu-matmul-tile-bytes"
+# How dense 2-D convolutions reach IREE, for a whole compile. RULE is `decompositions.taps_pay`
+# (per tap, else im2col). DATA_TILED sends every one whole, and iree-compile turns them
+# channels-last and data-tiles them as it does matmuls (IREE 3.13's experimental convolution
+# data tiling; no im2col). Depthwise and 1-D convolutions keep the rule (both lost whole).
+# Which wins depends on the model, not only on the CPU (benchmarks/conv_strategy.py: 3x3 nets
+# gain, ResNet-50's 1x1 bottlenecks lose), so RULE stays the default and DATA_TILED is asked
+# for per compile (`forced_convolutions`).
+CONVOLUTIONS = "convolutions"
+RULE, DATA_TILED = "rule", "data-tiled"
+CONVOLUTION_STRATEGIES = (RULE, DATA_TILED)
+DATA_TILED_FLAGS = (
+    "--iree-preprocessing-pass-pipeline="
+    "builtin.module(util.func(iree-preprocessing-convert-conv-to-channels-last))",
+    "--iree-dispatch-creation-experimental-set-data-tiling-ops=matmul",
+    "--iree-dispatch-creation-experimental-set-data-tiling-ops=convolution",
+    "--iree-global-opt-use-im2col-for-convs=false",
+)
 _OFF = {"0", "off", "false", "no", "none"}
 
 
@@ -101,19 +118,24 @@ def valid_choice(op: str, choice: Any) -> bool:
     if op == MATMUL_TILE:
         return choice == IREE_DEFAULT or (isinstance(choice, str) and choice.isdigit()
                                           and int(choice) > 0)
+    if op == CONVOLUTIONS:
+        return choice in CONVOLUTION_STRATEGIES
     return choice in CHOICES
 
 
 def _choices_text(op: str) -> str:
+    if op == CONVOLUTIONS:
+        return str(CONVOLUTION_STRATEGIES)
     return f"{IREE_DEFAULT!r} or a byte count" if op == MATMUL_TILE else str(CHOICES)
 
 
 def iree_flags(choices: dict[str, str]) -> list[str]:
     """The iree-compile flags one CPU's stored choices add to a whole compile."""
+    flags = list(DATA_TILED_FLAGS) if choices.get(CONVOLUTIONS) == DATA_TILED else []
     chosen = choices.get(MATMUL_TILE)
     if chosen is None or chosen == IREE_DEFAULT:
-        return []
-    return [f"{_MATMUL_TILE_FLAG}={int(chosen)}"]
+        return flags
+    return [*flags, f"{_MATMUL_TILE_FLAG}={int(chosen)}"]
 
 
 class TuningDatabase:
@@ -196,6 +218,7 @@ class _Active(threading.local):
     choices: dict[str, str] | None = None
     forced: str | None = None
     forced_tile: str | None = None  # a matmul tile choice in place of the stored one
+    forced_convolutions: str | None = None  # a convolution strategy in place of the stored one
     asked: list | None = None
     used: dict[str, str] | None = None
     per_tap: list | None = None
@@ -241,8 +264,22 @@ def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[d
         choices = {**choices, MATMUL_TILE: tile}
         if _active.forced_tile is None:
             used[MATMUL_TILE] = tile  # a stored choice, reported as the convolutions' are
+    strategy = _active.forced_convolutions or choices.get(CONVOLUTIONS)
+    if strategy is not None and not _cpu_only(target):
+        strategy = None  # iree-compile's preprocessing would turn every device's convolutions
+        choices = {k: v for k, v in choices.items() if k != CONVOLUTIONS}
+    if strategy is not None:
+        choices = {**choices, CONVOLUTIONS: strategy}
+        if _active.forced_convolutions is None and strategy != RULE:
+            used[CONVOLUTIONS] = strategy
     with _set(choices=choices, used=used):
         yield used
+
+
+def _cpu_only(target: Any) -> bool:
+    from . import target as targets
+
+    return targets.Target.parse(target).backend == "llvm-cpu"
 
 
 def applied_flags() -> list[str]:
@@ -253,8 +290,9 @@ def applied_flags() -> list[str]:
 def digest(target: Any, database: "TuningDatabase | None" = None) -> str:
     """`TuningDatabase.digest` of the default database for ``target`` ("" when there is none),
     or the form `forced` makes every convolution take."""
-    if _active.forced is not None or _active.forced_tile is not None:
-        return f"forced {_active.forced} {_active.forced_tile}"
+    if (_active.forced is not None or _active.forced_tile is not None
+            or _active.forced_convolutions is not None):
+        return f"forced {_active.forced} {_active.forced_tile} {_active.forced_convolutions}"
     db = database if database is not None else open_database()
     if db is None or not db.entries:
         return ""
@@ -278,6 +316,23 @@ def forced_matmul_tile(choice: str) -> Iterator[None]:
         raise TuningError(f"matmul tile {choice!r} is not one of {_choices_text(MATMUL_TILE)}")
     with _set(forced_tile=choice):
         yield
+
+
+@contextlib.contextmanager
+def forced_convolutions(strategy: str) -> Iterator[None]:
+    """Compiles inside take ``strategy`` (one of CONVOLUTION_STRATEGIES) for dense 2-D
+    convolutions, whatever is stored (the tuner's candidates)."""
+    if not valid_choice(CONVOLUTIONS, strategy):
+        raise TuningError(f"convolution strategy {strategy!r} is not one of "
+                          f"{_choices_text(CONVOLUTIONS)}")
+    with _set(forced_convolutions=strategy):
+        yield
+
+
+def dense_convolutions_whole() -> bool:
+    """Whether this import sends every dense 2-D convolution whole (DATA_TILED): asked by the
+    decompositions, inside `applied` for a llvm-cpu target (which then adds the flags)."""
+    return (_active.choices or {}).get(CONVOLUTIONS) == DATA_TILED
 
 
 def wrote_per_tap(shape: ConvShape) -> None:

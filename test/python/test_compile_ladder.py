@@ -194,3 +194,33 @@ def _spy_compiles(monkeypatch, refuse=None) -> list:
 
     monkeypatch.setattr(compiler, "_compile_once", spy)
     return compiles
+
+
+def test_rejected_data_tiled_convolutions_compile_as_the_rule_writes_them(monkeypatch):
+    """`tuning.DATA_TILED` rejected on the fast rung: the program is imported again with its
+    convolutions as the rule writes them (per tap here) and compiled on the fast rung, not
+    sent down the ladder, whose safer rungs drop data tiling (ResNet-50: 71 against 57 ms)."""
+    from lowerkit import tuning
+
+    flags_seen = []
+    real = compiler._compile_once
+
+    def once(bytecode, target, extra, dropped, *rest, **kwargs):
+        flags_seen.append((tuple(extra), dropped))
+        if tuning.DATA_TILED_FLAGS[2] in extra:
+            raise StageError(compiler.STAGE, "iree-compile exited with status 1: planted", [],
+                             None, "iree-compile planted.mlir")
+        return real(bytecode, target, extra, dropped, *rest, **kwargs)
+    monkeypatch.setattr(compiler, "_compile_once", once)
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(16, 16, 3, padding=1).eval()
+    x = torch.randn(1, 16, 10, 10)
+    with tuning.forced_convolutions(tuning.DATA_TILED), pytest.warns(UserWarning, match="rule"):
+        art = lowerkit.compile(conv, (x,), cache=False)
+    assert len(flags_seen) == 2, flags_seen
+    assert tuning.DATA_TILED_FLAGS[2] in flags_seen[0][0] and not flags_seen[0][1]
+    assert tuning.DATA_TILED_FLAGS[2] not in flags_seen[1][0] and not flags_seen[1][1]
+    assert art.compile_rung == "fast, convolutions by the rule", art.compile_rung
+    with torch.inference_mode():
+        check = compare(art(x), conv(x))
+    assert check.ok, check.message

@@ -290,3 +290,54 @@ def test_the_matmul_tile_is_chosen_only_when_it_beats_irees_default(monkeypatch,
     assert m.choice == chosen, m.why
     assert set(m.ms) == {tuning.IREE_DEFAULT, "2097152"}
     assert max(m.error_over_scale.values()) < 1e-5, m.error_over_scale
+
+
+class ConvNet(torch.nn.Module):
+    """A dense 3x3 convolution the rule writes per tap, then a depthwise one."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.depthwise = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
+
+    def forward(self, x):
+        return self.depthwise(torch.relu(self.dense(x)))
+
+
+def test_data_tiled_convolutions_go_whole_with_irees_flags_and_match_eager(monkeypatch):
+    """`tuning.forced_convolutions(DATA_TILED)`: dense 2-D convolutions reach IREE whole, with
+    the flags that data-tile them channels-last; depthwise ones keep the per-tap rule; a
+    non-CPU target gets neither."""
+    from test_decompositions import lowered_ops
+
+    torch.manual_seed(0)
+    model, x = ConvNet().eval(), torch.randn(1, 16, 12, 12)
+    with tuning.forced_convolutions(tuning.DATA_TILED), tuning.applied("cpu"):
+        ops = lowered_ops(model, (x,))
+    assert "linalg.conv_2d_nchw_fchw" in ops, ops
+    assert "linalg.depthwise_conv_2d_nchw_chw" not in ops, ops
+    assert "linalg.conv_2d_nchw_fchw" not in lowered_ops(model, (x,))  # the rule: per tap
+    with tuning.forced_convolutions(tuning.DATA_TILED), tuning.applied("vulkan"):
+        assert "linalg.conv_2d_nchw_fchw" not in lowered_ops(model, (x,))
+        assert not any("data-tiling-ops" in f for f in tuning.applied_flags())
+    seen = _flags_seen(monkeypatch)
+    with tuning.forced_convolutions(tuning.DATA_TILED):
+        art = lowerkit.compile(model, (x,), cache=False)
+    assert all(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
+    with torch.inference_mode():
+        check = compare(art(x), model(x))
+    assert check.ok, check.message
+    with pytest.raises(TuningError, match="strategy"):
+        with tuning.forced_convolutions("im2col"):
+            pass
+
+
+def test_the_convolution_strategy_keys_the_cache(tmp_path, monkeypatch):
+    """A program compiled per tap is never answered for the data-tiled strategy, or back."""
+    monkeypatch.setenv("LOWERKIT_CACHE_DIR", str(tmp_path / "cache"))
+    seen = _flags_seen(monkeypatch)
+    model, x = ConvNet().eval(), torch.randn(1, 16, 12, 12)
+    lowerkit.compile(model, (x,))
+    with tuning.forced_convolutions(tuning.DATA_TILED):
+        lowerkit.compile(model, (x,))
+    assert len(seen) == 2 and tuning.DATA_TILED_FLAGS[1] in seen[-1], seen

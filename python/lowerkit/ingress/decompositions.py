@@ -235,6 +235,8 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     # A choice measured on this CPU (`lowerkit tune`), else the rule.
     shape = tuning.ConvShape(tuple(x.shape), tuple(w.shape), tuple(stride), tuple(padding),
                              tuple(dilation), bias is not None, groups)
+    if not depthwise and spatial == 2 and tuning.dense_convolutions_whole():
+        return NotImplemented  # the CPU's measured strategy: IREE data-tiles it whole
     chosen = tuning.choice_for(shape)
     if chosen == tuning.IM2COL or (chosen is None and not taps_pay(x, w, stride, groups)):
         return NotImplemented

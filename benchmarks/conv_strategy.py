@@ -1,0 +1,98 @@
+"""How dense 2-D convolutions reach IREE (`lowerkit.tuning.CONVOLUTIONS`): the rule (per tap
+or im2col, `decompositions.taps_pay`) against IREE's data-tiled convolutions, channels-last
+(``data-tiled``), per convolution model, interleaved with eager in one process.
+
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_strategy.py \\
+        --json benchmarks/results/conv-strategy-xeon.json
+    .venv/bin/python benchmarks/conv_strategy.py --models resnet18,unet_small
+
+Each model is compiled both ways, cache off, with no tuning database (the compile times are
+each compile's seconds in this warm process), both checked against eager; then the three are
+timed by `lowerkit bench`'s harness (`lowerkit.tools.bench.measure`: interleaved rounds, a
+settle before each sample).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+from rich.console import Console
+from rich.table import Table
+
+import lowerkit
+from lowerkit import tuning
+from lowerkit.runtime.numerics import compare
+from lowerkit.tools.bench import BenchResult, measure, run_metadata, warm_up
+from lowerkit.zoo import get
+
+MODELS = ("resnet18,resnet_small,simple_cnn,unet_small,mobilenet_v2_small,tcn,resnet50,"
+          "dw_separable,whisper_encoder_1500")
+
+
+def bench_model(name: str, rounds: int) -> dict:
+    model, args, kwargs = get(name).make()
+    calls, errors, seconds, dispatches = {}, {}, {}, {}
+    with torch.inference_mode():
+        want = model(*args, **kwargs)
+    calls["eager"] = lambda: model(*args, **kwargs)
+    for strategy in tuning.CONVOLUTION_STRATEGIES:
+        with tuning.forced_convolutions(strategy):
+            start = time.perf_counter()
+            art = lowerkit.compile(model, args, kwargs, cache=False)
+            seconds[strategy] = time.perf_counter() - start
+        with torch.inference_mode():
+            check = compare(art(*args, **kwargs), want)
+        if not check.ok:
+            raise SystemExit(f"{name} with the {strategy} convolutions: {check.message}")
+        errors[strategy] = check.max_rel_error
+        dispatches[strategy] = (art.compile_stats or {}).get("dispatches")
+        calls[strategy] = lambda art=art: art(*args, **kwargs)
+    result = BenchResult(name)
+    with torch.inference_mode():
+        measure(calls, result, rounds=rounds)
+    ms = {k: result.timings[k].median * 1e3 for k in calls}
+    return {"model": name, "median_ms": ms,
+            "samples_ms": {k: [t * 1e3 for t in result.timings[k].samples] for k in calls},
+            "rule_over_data_tiled": ms[tuning.RULE] / ms[tuning.DATA_TILED],
+            "compile_s": seconds, "dispatches": dispatches, "error_over_scale": errors}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--models", default=MODELS)
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--torch-threads", type=int, default=2)
+    p.add_argument("--json", type=Path)
+    a = p.parse_args(argv)
+    os.environ[tuning.ENV] = "off"  # each strategy alone, not a stored one
+    torch.set_num_threads(a.torch_threads)
+    meta = run_metadata()
+    warm_up("cpu")
+    rows = [bench_model(m, a.rounds) for m in a.models.split(",")]
+    table = Table(title="dense 2-D convolutions: the rule against IREE's data tiling, "
+                        "ms a call (median, interleaved) and compile s")
+    for col in ("model", "eager", "rule", "data-tiled", "rule / data-tiled",
+                "compile s: rule / data-tiled", "dispatches"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    for r in rows:
+        ms, s, d = r["median_ms"], r["compile_s"], r["dispatches"]
+        table.add_row(r["model"], f"{ms['eager']:.3g}", f"{ms[tuning.RULE]:.3g}",
+                      f"{ms[tuning.DATA_TILED]:.3g}", f"{r['rule_over_data_tiled']:.2f}×",
+                      f"{s[tuning.RULE]:.1f} / {s[tuning.DATA_TILED]:.1f}",
+                      f"{d[tuning.RULE]} / {d[tuning.DATA_TILED]}")
+    Console().print(table)
+    if a.json:
+        a.json.write_text(json.dumps({"meta": meta, "rounds": a.rounds, "models": rows},
+                                     indent=1))
+        print(f"wrote {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
