@@ -9,7 +9,9 @@ or im2col, `decompositions.taps_pay`) against IREE's data-tiled convolutions, ch
 Each model is compiled both ways, cache off, with no tuning database (the compile times are
 each compile's seconds in this warm process), both checked against eager; then the three are
 timed by `lowerkit bench`'s harness (`lowerkit.tools.bench.measure`: interleaved rounds, a
-settle before each sample).
+settle before each sample). ``data-tiled rung`` names a data-tiled compile that iree-compile
+rejected, so that the program was compiled as the rule writes it
+(`api._data_tiled_or_rule`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ MODELS = ("resnet18,resnet_small,simple_cnn,unet_small,mobilenet_v2_small,tcn,re
 
 def bench_model(name: str, rounds: int) -> dict:
     model, args, kwargs = get(name).make()
-    calls, errors, seconds, dispatches = {}, {}, {}, {}
+    calls, errors, seconds, dispatches, rungs = {}, {}, {}, {}, {}
     with torch.inference_mode():
         want = model(*args, **kwargs)
     calls["eager"] = lambda: model(*args, **kwargs)
@@ -52,6 +54,7 @@ def bench_model(name: str, rounds: int) -> dict:
             raise SystemExit(f"{name} with the {strategy} convolutions: {check.message}")
         errors[strategy] = check.max_rel_error
         dispatches[strategy] = (art.compile_stats or {}).get("dispatches")
+        rungs[strategy] = art.compile_rung
         calls[strategy] = lambda art=art: art(*args, **kwargs)
     result = BenchResult(name)
     with torch.inference_mode():
@@ -60,7 +63,8 @@ def bench_model(name: str, rounds: int) -> dict:
     return {"model": name, "median_ms": ms,
             "samples_ms": {k: [t * 1e3 for t in result.timings[k].samples] for k in calls},
             "rule_over_data_tiled": ms[tuning.RULE] / ms[tuning.DATA_TILED],
-            "compile_s": seconds, "dispatches": dispatches, "error_over_scale": errors}
+            "compile_s": seconds, "dispatches": dispatches, "rungs": rungs,
+            "error_over_scale": errors}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,14 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title="dense 2-D convolutions: the rule against IREE's data tiling, "
                         "ms a call (median, interleaved) and compile s")
     for col in ("model", "eager", "rule", "data-tiled", "rule / data-tiled",
-                "compile s: rule / data-tiled", "dispatches"):
+                "compile s: rule / data-tiled", "dispatches", "data-tiled rung"):
         table.add_column(col, justify="left" if col == "model" else "right")
     for r in rows:
         ms, s, d = r["median_ms"], r["compile_s"], r["dispatches"]
         table.add_row(r["model"], f"{ms['eager']:.3g}", f"{ms[tuning.RULE]:.3g}",
                       f"{ms[tuning.DATA_TILED]:.3g}", f"{r['rule_over_data_tiled']:.2f}×",
                       f"{s[tuning.RULE]:.1f} / {s[tuning.DATA_TILED]:.1f}",
-                      f"{d[tuning.RULE]} / {d[tuning.DATA_TILED]}")
+                      f"{d[tuning.RULE]} / {d[tuning.DATA_TILED]}", r["rungs"][tuning.DATA_TILED])
     Console().print(table)
     if a.json:
         a.json.write_text(json.dumps({"meta": meta, "rounds": a.rounds, "models": rows},
