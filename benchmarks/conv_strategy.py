@@ -31,14 +31,17 @@ import lowerkit
 from lowerkit import tuning
 from lowerkit.runtime.numerics import compare
 from lowerkit.tools.bench import BenchResult, measure, run_metadata, warm_up
-from lowerkit.zoo import get
+from lowerkit.zoo import ZOO, get, real_shapes
 
 MODELS = ("resnet18,resnet_small,simple_cnn,unet_small,mobilenet_v2_small,tcn,resnet50,"
           "dw_separable,whisper_encoder_1500")
 
 
 def bench_model(name: str, rounds: int) -> dict:
-    model, args, kwargs = get(name).make()
+    if name in ZOO:
+        model, args, kwargs = get(name).make()
+    else:  # a real-shape program (`lowerkit bench real`)
+        (model, args), kwargs = getattr(real_shapes, name)(), {}
     calls, errors, seconds, dispatches, rungs = {}, {}, {}, {}, {}
     with torch.inference_mode():
         want = model(*args, **kwargs)

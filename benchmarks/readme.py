@@ -326,6 +326,23 @@ def render_matmul_tile(data: dict, path: str) -> str:
                      f"| {_num(max(r['error_over_scale'].values()), 2)} |")
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
+def render_conv_strategy(data: dict, path: str) -> str:
+    """benchmarks/conv_strategy.py: the rule against data-tiled convolutions, per model."""
+    lines = [f"| model, ms a call (median of {data['rounds']} interleaved rounds) | eager | rule "
+             "| data-tiled | rule / data-tiled | compile s: rule / data-tiled "
+             "| dispatches: rule / data-tiled | data-tiled compiled as | error / scale |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+    for r in data["models"]:
+        ms, s, d = r["median_ms"], r["compile_s"], r["dispatches"]
+        rung = r["rungs"]["data-tiled"]
+        lines.append(f"| {r['model']} | {_num(ms['eager'])} | {_num(ms['rule'])} "
+                     f"| {_num(ms['data-tiled'])} | {_ratio(r['rule_over_data_tiled'])} "
+                     f"| {_num(s['rule'], 2)} / {_num(s['data-tiled'], 2)} "
+                     f"| {d['rule']} / {d['data-tiled']} "
+                     f"| {'data-tiled' if rung == 'fast' else 'the rule (rejected data-tiled)' if 'rule' in rung else rung} "
+                     f"| {_num(max(r['error_over_scale'].values()), 2)} |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
 # -- backend.py --json -----------------------------------------------------------------------------
 def render_backend(data: dict, path: str) -> str:
     lines = ["| model | eager ms | torch.compile ms | lowerkit ms | backend ms | frozen ms "
@@ -763,6 +780,11 @@ BLOCKS: dict[str, Block] = {
         (".venv/bin/python benchmarks/compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,"
          "gpt2_base --json benchmarks/results/compile-cold.json",),
         render_compile_cold),
+    "conv-strategy-xeon": Block(
+        ("conv-strategy-xeon.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_strategy.py"
+         " --json benchmarks/results/conv-strategy-xeon.json",),
+        render_conv_strategy, torch_threads=2),
     "compile-cold-xeon": Block(
         ("compile-cold-xeon.json",),
         ("LOWERKIT_TUNING_DB=off .venv/bin/python benchmarks/compile_cold.py resnet18,resnet50,"
