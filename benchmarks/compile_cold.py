@@ -88,7 +88,7 @@ def _reseed(model) -> None:
             p.add_(torch.randn_like(p) * 0.01 * (p.abs().mean() + 1e-3))
 
 
-def one(name: str) -> dict:
+def one(name: str, convolutions: str | None = None) -> dict:
     """All the measurements of one model, in this (fresh) process."""
     import_start = time.perf_counter()
     import torch  # noqa: F401
@@ -106,7 +106,8 @@ def one(name: str) -> dict:
 
     def timed(label, model, use_cache):
         start = time.perf_counter()
-        art = lowerkit.compile(model, args, cache=cache_dir if use_cache else False)
+        art = lowerkit.compile(model, args, cache=cache_dir if use_cache else False,
+                               convolutions=convolutions)
         compile_s = time.perf_counter() - start
         call_s, ok, message = _first_result(art, model, args)
         out[label] = {"compile_s": compile_s, "first_call_s": call_s,
@@ -136,10 +137,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("models", help="comma-separated: zoo names, bert_base, gpt2_base")
     p.add_argument("--json", metavar="FILE")
+    p.add_argument("--convolutions", choices=("rule", "data-tiled"), default=None,
+                   help="lowerkit.compile's convolutions= (default: the rule)")
     p.add_argument("--one", help=argparse.SUPPRESS)  # the per-model child process
     a = p.parse_args()
     if a.one:
-        print(json.dumps(one(a.one)))
+        print(json.dumps(one(a.one, a.convolutions)))
         return
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
     from rich.console import Console
@@ -152,7 +155,8 @@ def main() -> None:
     results = []
     for name in a.models.split(","):
         with console.status(f"{name}: cold, warm, new weights, program key"):
-            done = subprocess.run([sys.executable, __file__, "x", "--one", name],
+            done = subprocess.run([sys.executable, __file__, "x", "--one", name,
+                                   *(["--convolutions", a.convolutions] if a.convolutions else [])],
                                   capture_output=True, text=True, cwd=ROOT)
         if done.returncode != 0:
             console.print(f"[red]{name} failed:[/red]\n{done.stderr[-3000:]}")
@@ -178,7 +182,8 @@ def main() -> None:
             else "[red]NO")
     console.print(table)
     if a.json:
-        Path(a.json).write_text(json.dumps({"meta": meta, "models": results}, indent=1))
+        Path(a.json).write_text(json.dumps({"meta": meta, "convolutions": a.convolutions or "rule",
+                                            "models": results}, indent=1))
         console.print(f"wrote {a.json}")
 
 

@@ -1204,6 +1204,26 @@ FAULTS = [
           "            start = __import__(\"time\").perf_counter()\n"
           "            context.invoke(fn, args, results)\n"
           "            return __import__(\"time\").perf_counter() - start"),
+    Fault("data-tiled-rejected-descends", "data-tiled convolutions the fast configuration rejects go down the ladder, which drops data tiling, instead of compiling as the rule writes them",
+          ["test/python/test_compile_ladder.py::test_rejected_data_tiled_convolutions_compile_as_the_rule_writes_them"],
+          "python/lowerkit/api.py",
+          "        if data_tiled and dump is None:\n",
+          "        if False:\n"),
+    Fault("data-tiled-depthwise-whole", "the data-tiled strategy sends depthwise convolutions whole too (MobileNetV2 slower)",
+          ["test/python/test_tuning.py::test_data_tiled_convolutions_go_whole_with_irees_flags_and_match_eager"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    if not depthwise and spatial == 2 and tuning.dense_convolutions_whole():\n",
+          "    if spatial == 2 and tuning.dense_convolutions_whole():\n"),
+    Fault("data-tiled-flags-on-vulkan", "a forced data-tiled strategy reaches a Vulkan compile, whose convolutions IREE's preprocessing would turn channels-last",
+          ["test/python/test_tuning.py::test_data_tiled_convolutions_go_whole_with_irees_flags_and_match_eager"],
+          "python/lowerkit/tuning.py",
+          "    if strategy is not None and not _cpu_only(target):\n",
+          "    if False:\n"),
+    Fault("data-tiled-left-out-of-fingerprint", "a forced convolution strategy is left out of the tuning digest, so the cache answers the rule's code",
+          ["test/python/test_tuning.py::test_the_convolution_strategy_keys_the_cache"],
+          "python/lowerkit/tuning.py",
+          "            or _active.forced_convolutions is not None):\n",
+          "            or False):\n"),
 ]
 
 

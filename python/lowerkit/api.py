@@ -63,6 +63,7 @@ def compile(
     verify: "bool | dict" = False,
     iree_phases: bool = False,
     weights: str | None = None,
+    convolutions: str | None = None,
 ) -> Artifact:
     """Import ``fn(*args, **kwargs)``, lower it through ``pipeline`` and compile it for ``target``.
 
@@ -84,7 +85,19 @@ def compile(
     in as constants: the default for a target with a Vulkan device, where IREE 3.13's loading
     of parameters now and then hung or lost lavapipe's device
     (benchmarks/vulkan_parameter_loads.py).
+    ``convolutions``: how dense 2-D convolutions reach a CPU target (`tuning.CONVOLUTIONS`):
+    ``"rule"`` (the default: per tap or im2col, by shape or a stored choice) or
+    ``"data-tiled"`` (whole, for IREE's data tiling, channels-last; the rule's form if
+    iree-compile rejects that). Which is faster depends on the model (README, "Data-tiled
+    convolutions").
     """
+    if convolutions is not None:
+        with tuning.forced_convolutions(convolutions):
+            return compile(fn, args, kwargs, target=target, pipeline=pipeline,
+                           dynamic_shapes=dynamic_shapes, dump_dir=dump_dir,
+                           instruments=instruments, iree_flags=iree_flags, cache=cache,
+                           device=device, verify=verify, iree_phases=iree_phases,
+                           weights=weights)
     defaulted = weights is None
     if weights is None:
         weights = default_weights(target)
@@ -284,12 +297,14 @@ def _data_tiled_or_rule(imported, records, load, target, pipe, instruments, call
             art = _compile(load, target, pipe, None, instruments, caller_flags, device=device,
                            iree_phases=phases)
         art.compile_stats = {**(art.compile_stats or {}),
-                             "rung": f"{art.compile_rung}, convolutions by the rule"}
+                             "rung": f"{art.compile_rung}, convolutions by the rule",
+                             "convolutions": "by the rule: iree-compile rejected data-tiled"}
         warnings.warn(f"iree-compile rejected the data-tiled convolutions on its fast "
                       f"configuration ({e.summary}): compiled with the convolutions as the rule "
                       "writes them (per tap or im2col; Artifact.compile_rung)", stacklevel=4)
         return art
     art.tuned = dict(tuned)
+    art.compile_stats = {**(art.compile_stats or {}), "convolutions": tuning.DATA_TILED}
     return art
 
 

@@ -321,9 +321,9 @@ def test_data_tiled_convolutions_go_whole_with_irees_flags_and_match_eager(monke
         assert "linalg.conv_2d_nchw_fchw" not in lowered_ops(model, (x,))
         assert not any("data-tiling-ops" in f for f in tuning.applied_flags())
     seen = _flags_seen(monkeypatch)
-    with tuning.forced_convolutions(tuning.DATA_TILED):
-        art = lowerkit.compile(model, (x,), cache=False)
+    art = lowerkit.compile(model, (x,), cache=False, convolutions=tuning.DATA_TILED)
     assert all(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
+    assert "dense 2-D convolutions: data-tiled" in art.stage_table().caption
     with torch.inference_mode():
         check = compare(art(x), model(x))
     assert check.ok, check.message

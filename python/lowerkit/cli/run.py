@@ -26,6 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "a slower compile; implies --no-cache)")
     p.add_argument("--no-cache", action="store_true",
                    help="compile even if the compile cache holds this program (cold timings)")
+    p.add_argument("--convolutions", choices=("rule", "data-tiled"), default=None,
+                   help="how dense 2-D convolutions reach a CPU target: per tap or im2col by "
+                        "shape (rule, the default), or whole for IREE's data tiling")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -42,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
         art = lowerkit.compile(case.fn, case.args, case.kwargs, target=args.target,
                                pipeline=args.pipeline, dynamic_shapes=case.dynamic_shapes,
                                dump_dir=args.dump_dir, cache=False if args.no_cache else None,
-                               iree_phases=args.phases)
+                               iree_phases=args.phases, convolutions=args.convolutions)
     wall = time.perf_counter() - start
     console.print(art.stage_table(title=f"{case.name} → {art.target.name}"))
     if art.cache_hit:

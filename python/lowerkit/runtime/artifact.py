@@ -275,6 +275,8 @@ class Artifact:
             size = sum(math.prod(p.shape) * slot_dtype(p).itemsize for p in self.parameters)
             lines.append(f"weights: {len(self.parameters)} IREE parameters, "
                          f"{size / 2**20:.1f} MiB, read at load (not in the vmfb)")
+        if stats and stats.get("convolutions"):
+            lines.append(f"dense 2-D convolutions: {stats['convolutions']}")
         if self.tuned:
             from ..tuning import MATMUL_TILE
 
