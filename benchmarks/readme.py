@@ -790,6 +790,12 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off .venv/bin/python benchmarks/compile_cold.py resnet18,resnet50,"
          "mobilenet_v2,bert_base,gpt2_base --json benchmarks/results/compile-cold-xeon.json",),
         render_compile_cold),
+    "compile-cold-xeon-data-tiled": Block(
+        ("compile-cold-xeon-data-tiled.json",),
+        ("LOWERKIT_TUNING_DB=off .venv/bin/python benchmarks/compile_cold.py resnet18,resnet50,"
+         "mobilenet_v2 --convolutions data-tiled"
+         " --json benchmarks/results/compile-cold-xeon-data-tiled.json",),
+        render_compile_cold),
     "compile-cold-tuned": Block(
         ("compile-cold-tuned.json",),
         ("LOWERKIT_TUNING_DB=benchmarks/results/tuning-resnet.json .venv/bin/python "
