@@ -1036,8 +1036,9 @@ FAULTS = [
     Fault("tuning-forced-left-out-of-fingerprint", "a forced convolution form is answered by the cache's fingerprint of another",
           ["test/python/test_tuning.py::test_a_changed_choice_is_not_answered_from_the_cache"],
           "python/lowerkit/tuning.py",
-          "    if _active.forced is not None or _active.forced_tile is not None:\n"
-          "        return f\"forced {_active.forced} {_active.forced_tile}\"\n",
+          "    if (_active.forced is not None or _active.forced_tile is not None\n"
+          "            or _active.forced_convolutions is not None):\n"
+          "        return f\"forced {_active.forced} {_active.forced_tile} {_active.forced_convolutions}\"\n",
           ""),
     Fault("depthwise-tap-weights-transposed", "a depthwise convolution's taps take their weights in the wrong order",
           ["test/python/test_decompositions.py::test_depthwise_convolutions_per_tap_match_eager"],
@@ -1179,8 +1180,8 @@ FAULTS = [
     Fault("matmul-tile-not-applied", "a matmul tile stored for this CPU never reaches iree-compile",
           ["test/python/test_tuning.py::test_a_stored_matmul_tile_reaches_every_compile_for_its_cpu"],
           "python/lowerkit/api.py",
-          "        iree_flags = [*(iree_flags or ()), *(f for f in tuning.applied_flags()",
-          "        iree_flags = [*(iree_flags or ()), *(f for f in []"),
+          "        iree_flags = [*caller_flags, *(f for f in tuning.applied_flags()",
+          "        iree_flags = [*caller_flags, *(f for f in []"),
     Fault("matmul-tile-without-margin", "lowerkit tune stores the fastest matmul tile even when it does not beat IREE's default by the margin",
           ["test/python/test_tuning.py::test_the_matmul_tile_is_chosen_only_when_it_beats_irees_default"],
           "python/lowerkit/tools/tune.py",
