@@ -1225,6 +1225,11 @@ FAULTS = [
           "python/lowerkit/tuning.py",
           "            or _active.forced_convolutions is not None):\n",
           "            or False):\n"),
+    Fault("backend-convolutions-ignored", "torch.compile's options={'convolutions': 'data-tiled'} is accepted and ignored",
+          ["test/python/test_backend.py::test_data_tiled_convolutions_option"],
+          "python/lowerkit/backend.py",
+          "        with (tuning.forced_convolutions(strategy) if strategy is not None\n",
+          "        with (tuning.forced_convolutions(strategy) if False\n"),
 ]
 
 

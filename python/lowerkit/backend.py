@@ -10,7 +10,8 @@ same pipeline, target fixes, compile cache and call-signature checks as `lowerki
 Options (``torch.compile(..., options={...})``): ``target``, ``pipeline``, ``cache``,
 ``dump_dir`` (each graph in its own numbered folder), ``verify`` (each call checked against
 the graph run eagerly), ``strict`` (raise instead of running a graph eagerly) and ``freeze``
-(compile the module's parameters and buffers in as constants).
+(compile the module's parameters and buffers in as constants) and ``convolutions``
+(``"data-tiled"``: `lowerkit.compile`'s ``convolutions``).
 
 Without ``freeze``, an inference graph reads the module's state as IREE parameters bound to
 the module's own tensors, as `lowerkit.compile` does: only the inputs cross each call, and
@@ -42,7 +43,8 @@ from .ingress.graph import import_graph
 from .ingress.importer import decomposition_table
 from .runtime.verify import verified
 
-OPTIONS = ("target", "pipeline", "cache", "dump_dir", "verify", "strict", "freeze")
+OPTIONS = ("target", "pipeline", "cache", "dump_dir", "verify", "strict", "freeze",
+           "convolutions")
 
 
 @dataclass
@@ -96,6 +98,10 @@ def _options(options: dict | None) -> dict:
     if unknown:
         raise LowerkitError(f"torch.compile(backend='lowerkit'): unknown option(s) {unknown}; "
                             f"the options are {list(OPTIONS)}")
+    strategy = options.get("convolutions")
+    if strategy is not None and strategy not in tuning.CONVOLUTION_STRATEGIES:
+        raise LowerkitError(f"torch.compile(backend='lowerkit'): convolutions={strategy!r}; "
+                            f"it is one of {list(tuning.CONVOLUTION_STRATEGIES)}")
     return options
 
 
@@ -111,13 +117,16 @@ def _compile_graph(options: dict, kind: str, gm: torch.fx.GraphModule,
     ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
     start = time.perf_counter()
     dump_dir = options.get("dump_dir")
+    strategy = options.get("convolutions")
     try:
-        art = api.compile_imported(
-            lambda: import_graph(gm, example_inputs, weights),
-            target=options.get("target", "cpu"),
-            pipeline=options.get("pipeline"), title=f"graph {index} ({kind})",
-            dump_dir=Path(dump_dir) / f"graph-{index:03d}-{kind}" if dump_dir else None,
-            cache=options.get("cache"))
+        with (tuning.forced_convolutions(strategy) if strategy is not None
+              else contextlib.nullcontext()):
+            art = api.compile_imported(
+                lambda: import_graph(gm, example_inputs, weights),
+                target=options.get("target", "cpu"),
+                pipeline=options.get("pipeline"), title=f"graph {index} ({kind})",
+                dump_dir=Path(dump_dir) / f"graph-{index:03d}-{kind}" if dump_dir else None,
+                cache=options.get("cache"))
     except LowerkitError as e:
         if options.get("strict"):
             raise
