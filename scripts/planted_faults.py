@@ -1230,6 +1230,13 @@ FAULTS = [
           "python/lowerkit/backend.py",
           "        with (tuning.forced_convolutions(strategy) if strategy is not None\n",
           "        with (tuning.forced_convolutions(strategy) if False\n"),
+    Fault("run-dirty-only-below-tools", "a stored run's dirty flag looks only at the folder of the code that asks (tools/), so a change elsewhere is stored as clean",
+          ["test/python/test_bench.py::test_a_change_anywhere_in_the_checkout_marks_a_run_dirty"],
+          "python/lowerkit/tools/bench.py",
+          '    status = _git("status", "--porcelain", "--untracked-files=no", "--", ":(top)",\n'
+          '                  ":(top,exclude)benchmarks/results", here=here)\n',
+          '    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".",\n'
+          '                  ":(exclude)benchmarks/results", here=here)\n'),
 ]
 
 

@@ -90,3 +90,29 @@ def test_bench_real_runs_the_real_shape_set_and_says_what_it_leaves_out(tmp_path
                      "--json", str(out)]) == 0
     assert "vit_b16 left out: torchvision is not installed" in capsys.readouterr().out
     assert [m["model"] for m in json.loads(out.read_text())["models"]] == ["sdpa_1500"]
+
+
+def test_a_change_anywhere_in_the_checkout_marks_a_run_dirty(tmp_path):
+    """`run_metadata`'s ``dirty``: a change to a tracked file outside the folder that asks
+    (lowerkit's own, deep in the tree) counts; stored results do not."""
+    import subprocess
+
+    from lowerkit.tools.bench import checkout_dirty
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    deep = tmp_path / "python" / "pkg" / "tools"
+    deep.mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    for f in (tmp_path / "top.py", deep / "here.py", tmp_path / "benchmarks/results/run.json"):
+        f.write_text("x = 1\n")
+    git("init", "-q")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init")
+    assert checkout_dirty(str(deep)) is False
+    (tmp_path / "benchmarks/results/run.json").write_text("x = 2\n")
+    assert checkout_dirty(str(deep)) is False  # a stored result being written
+    (tmp_path / "top.py").write_text("x = 2\n")
+    assert checkout_dirty(str(deep)) is True
+    assert checkout_dirty(str(tmp_path.parent)) is None  # not a checkout

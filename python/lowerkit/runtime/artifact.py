@@ -278,9 +278,9 @@ class Artifact:
         if stats and stats.get("convolutions"):
             lines.append(f"dense 2-D convolutions: {stats['convolutions']}")
         if self.tuned:
-            from ..tuning import MATMUL_TILE
+            from ..tuning import CONVOLUTIONS, MATMUL_TILE
 
-            convs = {k: v for k, v in self.tuned.items() if k != MATMUL_TILE}
+            convs = {k: v for k, v in self.tuned.items() if k not in (MATMUL_TILE, CONVOLUTIONS)}
             parts = [f"{len(convs)} convolution(s), " + ", ".join(
                 f"{n} {c}" for c, n in sorted(Counter(convs.values()).items()))] if convs else []
             if MATMUL_TILE in self.tuned:

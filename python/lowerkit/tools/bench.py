@@ -41,14 +41,23 @@ CONTENDERS = ("eager", "torch.compile", "lowerkit")
 
 
 # -- where a stored result comes from ----------------------------------------------------------
-def _git(*args: str) -> str | None:
-    here = os.path.dirname(os.path.abspath(__file__))
+def _git(*args: str, here: str | None = None) -> str | None:
+    here = here or os.path.dirname(os.path.abspath(__file__))
     try:
         out = subprocess.run(["git", "-C", here, *args], capture_output=True, text=True,
                              timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def checkout_dirty(here: str | None = None) -> bool | None:
+    """Whether the checkout holding lowerkit (or ``here``) has uncommitted changes to tracked
+    files anywhere in it, stored results aside; None outside a git checkout. The pathspecs are
+    from the top: relative ones would look only below ``here``."""
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ":(top)",
+                  ":(top,exclude)benchmarks/results", here=here)
+    return None if status is None else bool(status)
 
 
 def _program() -> str:
@@ -86,12 +95,10 @@ def run_metadata(command: str | None = None) -> dict:
         except metadata.PackageNotFoundError:
             return None
 
-    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".",
-                  ":(exclude)benchmarks/results")
     return {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "commit": _git("rev-parse", "HEAD"),
-        "dirty": None if status is None else bool(status),
+        "dirty": checkout_dirty(),
         "command": command or shlex.join([_program(), *sys.argv[1:]]),
         "cpu": cpu_description(),
         # lowerkit's CPU programs run on IREE's local-task workers, one per usable core,

@@ -1314,12 +1314,9 @@ def journal_header(**run: Any) -> dict:
                                 text=True, timeout=10).stdout.strip() or None
         if commit:
             # stored results (a campaign's journal, being written) are not the code that ran
-            top = subprocess.run(["git", "-C", here, "rev-parse", "--show-toplevel"],
-                                 capture_output=True, text=True, timeout=10).stdout.strip()
-            dirty = bool(subprocess.run(["git", "-C", top or here, "status", "--porcelain",
-                                         "--untracked-files=no", "--", ".",
-                                         ":(exclude)benchmarks/results"],
-                                        capture_output=True, text=True, timeout=10).stdout.strip())
+            from .bench import checkout_dirty
+
+            dirty = checkout_dirty(here)
     except (OSError, subprocess.SubprocessError):
         pass
     return {"journal": "lowerkit fuzz", **run, "lowerkit_commit": commit,
