@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections import Counter
@@ -91,13 +92,6 @@ def compile(
     iree-compile rejects that). Which is faster depends on the model (README, "Data-tiled
     convolutions").
     """
-    if convolutions is not None:
-        with tuning.forced_convolutions(convolutions):
-            return compile(fn, args, kwargs, target=target, pipeline=pipeline,
-                           dynamic_shapes=dynamic_shapes, dump_dir=dump_dir,
-                           instruments=instruments, iree_flags=iree_flags, cache=cache,
-                           device=device, verify=verify, iree_phases=iree_phases,
-                           weights=weights)
     defaulted = weights is None
     if weights is None:
         weights = default_weights(target)
@@ -105,7 +99,7 @@ def compile(
         art = compile(fn, args, kwargs, target=target, pipeline=pipeline,
                       dynamic_shapes=dynamic_shapes, dump_dir=dump_dir, instruments=instruments,
                       iree_flags=iree_flags, cache=cache, device=device,
-                      iree_phases=iree_phases, weights=weights)
+                      iree_phases=iree_phases, weights=weights, convolutions=convolutions)
         return verified(art, fn, verify)
     title = getattr(type(fn), "__name__", None) if isinstance(fn, torch.nn.Module) else None
 
@@ -116,11 +110,14 @@ def compile(
                            {"recipe": recipe, "weights": weights, "device": device,
                             "tuning": tuning.digest(target)})
 
-    art = compile_imported(
-        lambda: import_program(fn, args, kwargs, dynamic_shapes, weights), target=target,
-        pipeline=pipeline, title=title or getattr(fn, "__name__", "program"), dump_dir=dump_dir,
-        instruments=instruments, iree_flags=iree_flags, cache=cache, device=device,
-        iree_phases=iree_phases, fingerprint=program_fingerprint, weights_of=fn)
+    with (tuning.forced_convolutions(convolutions) if convolutions is not None
+          else contextlib.nullcontext()):
+        art = compile_imported(
+            lambda: import_program(fn, args, kwargs, dynamic_shapes, weights), target=target,
+            pipeline=pipeline, title=title or getattr(fn, "__name__", "program"),
+            dump_dir=dump_dir, instruments=instruments, iree_flags=iree_flags, cache=cache,
+            device=device, iree_phases=iree_phases, fingerprint=program_fingerprint,
+            weights_of=fn)
     if defaulted and weights == "inline" and isinstance(fn, torch.nn.Module):
         art.watch_inlined_weights(fn)  # the caller did not ask for a snapshot of them
     return art
