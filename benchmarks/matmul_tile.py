@@ -48,9 +48,9 @@ def bench_model(name: str, tile: str, rounds: int) -> dict:
     result = BenchResult(name)
     with torch.inference_mode():
         measure(calls, result, rounds=rounds)
-    ms = {k: result.timings[k].median * 1e3 for k in calls}
-    return {"model": name, "median_ms": ms,
-            "samples_ms": {k: [t * 1e3 for t in result.timings[k].samples] for k in calls},
+    timed = result.to_json()
+    ms = timed["median_ms"]
+    return {"model": name, "median_ms": ms, "samples_ms": timed["samples_ms"],
             "tuned_over_iree": ms["iree"] / ms["tuned"], "error_over_scale": errors}
 
 

@@ -326,6 +326,7 @@ def render_matmul_tile(data: dict, path: str) -> str:
                      f"| {_num(max(r['error_over_scale'].values()), 2)} |")
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
+
 def render_conv_strategy(data: dict, path: str) -> str:
     """benchmarks/conv_strategy.py: the rule against data-tiled convolutions, per model."""
     lines = [f"| model, ms a call (median of {data['rounds']} interleaved rounds) | eager | rule "
@@ -335,11 +336,13 @@ def render_conv_strategy(data: dict, path: str) -> str:
     for r in data["models"]:
         ms, s, d = r["median_ms"], r["compile_s"], r["dispatches"]
         rung = r["rungs"]["data-tiled"]
+        compiled_as = ("data-tiled" if rung == "fast"
+                       else "the rule (rejected data-tiled)" if "rule" in rung else rung)
         lines.append(f"| {r['model']} | {_num(ms['eager'])} | {_num(ms['rule'])} "
                      f"| {_num(ms['data-tiled'])} | {_ratio(r['rule_over_data_tiled'])} "
                      f"| {_num(s['rule'], 2)} / {_num(s['data-tiled'], 2)} "
                      f"| {d['rule']} / {d['data-tiled']} "
-                     f"| {'data-tiled' if rung == 'fast' else 'the rule (rejected data-tiled)' if 'rule' in rung else rung} "
+                     f"| {compiled_as} "
                      f"| {_num(max(r['error_over_scale'].values()), 2)} |")
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
