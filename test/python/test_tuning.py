@@ -332,6 +332,39 @@ def test_data_tiled_convolutions_go_whole_with_irees_flags_and_match_eager(monke
             pass
 
 
+_DEEP_STACK = """
+import torch, lowerkit
+from lowerkit.runtime.numerics import compare
+from lowerkit.zoo import vision
+torch.manual_seed(0)
+model = vision._randomise_batchnorm(vision.ResNetBottleneck(layers=(1, 1, 1, 1))).eval()
+x = torch.randn(1, 3, 448, 448)
+art = lowerkit.compile(model, (x,), cache=False, convolutions="data-tiled")
+print("convolutions:", art.compile_stats.get("convolutions"), "rung:", art.compile_rung)
+with torch.inference_mode():
+    want = model(x)
+    for _ in range(4):  # local-task's workers and local-sync's caller both run it (`_HostPath`)
+        check = compare(art(x), want)
+        assert check.ok, check.message
+print("calls ok")
+"""
+
+
+def test_data_tiled_code_that_keeps_more_stack_than_irees_defaults_compiles_and_runs():
+    """ResNet-50's residual add, data-tiled at 448x448, keeps 129 KiB on a worker's stack: more
+    than iree-compile's 32 KiB (it was rejected and compiled by the rule) and than the 128 KiB
+    IREE gives its workers (the process died of SIGSEGV). A child process, so that a worker
+    running off its stack fails this test rather than the suite."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _DEEP_STACK], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-2000:])
+    assert "convolutions: data-tiled rung: fast" in done.stdout, done.stdout
+    assert "calls ok" in done.stdout
+
+
 def test_the_convolution_strategy_keys_the_cache(tmp_path, monkeypatch):
     """A program compiled per tap is never answered for the data-tiled strategy, or back."""
     monkeypatch.setenv("LOWERKIT_CACHE_DIR", str(tmp_path / "cache"))

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..errors import DeviceLostError, LowerkitError, TargetError
+from .worker_stack import ensure_worker_stacks
 from .yielding_wait import YieldingWait
 
 # torch dtype -> (numpy dtype used for the host copy, IREE element type name)
@@ -439,6 +440,7 @@ def usable_drivers() -> list[str]:
     """Drivers for which a device can be opened here (e.g. ``local-task``, ``vulkan``)."""
     import iree.runtime as rt
 
+    ensure_worker_stacks()  # before IREE creates any driver, which reads it once
     usable = []
     for name in available_drivers():
         try:
@@ -467,6 +469,7 @@ def open_device(driver: str) -> Any:
         if device is None:
             import iree.runtime as rt
 
+            ensure_worker_stacks()
             try:
                 device = rt.get_driver(driver).create_default_device()
             except Exception as e:

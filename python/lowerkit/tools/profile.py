@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from ..errors import LowerkitError
+from ..runtime import worker_stack
 from ..runtime.yielding_wait import batch_child
 
 # "BM_main/process_time/real_time_median   177 ms   338 ms   5 items_per_second=..."
@@ -224,6 +225,8 @@ def profile_artifact(art: Any, args: Any = (), kwargs: dict | None = None, *, ca
                f"--device_profiling_mode={_MODE.get(driver, _DEFAULT_MODE)}",
                f"--device_profiling_output={folder / 'call.ireeprof'}",
                f"--benchmark_min_time={calls}x", "--benchmark_repetitions=1"]
+        if driver == "local-task":  # the stack lowerkit's own workers have (data-tiled code)
+            cmd.append(f"{worker_stack.FLAG}={worker_stack.WORKER_STACK_BYTES}")
         if archive.exists():
             from ..iree.parameters import SCOPE
 
