@@ -69,6 +69,28 @@ DATA_TILED_FLAGS = (
 _OFF = {"0", "off", "false", "no", "none"}
 
 
+# Without a stored or asked-for strategy, lowerkit picks DATA_TILED for a program whose 2-D
+# convolutions are all dense, with at least this much work in those with a kernel larger than
+# 1x1, on a CPU-only target (`choose_convolutions`). Measured on a Zen 4 and an AMX Xeon host
+# (benchmarks/conv_strategy.py): such nets ran 1.07-2.07x faster (ResNet-18, the small ResNet
+# and UNet) or level (ResNet-50), and compiled in about half the time (ResNet-50 data-tiled
+# needs `DATA_TILED_STACK_BYTES`). A net with depthwise convolutions lost (MobileNetV2 0.86-
+# 0.90x, the depthwise-separable net 0.89-0.96x): its depthwise ones keep the rule in NCHW,
+# and transposes appear between them and the data-tiled NHWC ones. The LeNet-sized CNN (3.2
+# MFLOP of convolution) lost 0.56-0.77x: too little work to pay for the layout changes.
+AUTO_MIN_FLOPS = 10e6
+
+
+@dataclass(frozen=True)
+class ConvWork:
+    """A program's 2-D convolutions as `choose_convolutions` weighs them
+    (`ingress.decompositions.conv_work`)."""
+
+    dense_flops: float   # in the dense ones with a kernel larger than 1x1
+    grouped: bool        # any grouped (depthwise) one
+    transposed: bool     # any transposed one
+
+
 class TuningError(LowerkitError):
     """A tuning database that cannot be read or written, or a tuning run that went wrong."""
 
@@ -228,6 +250,8 @@ class _Active(threading.local):
     asked: list | None = None
     used: dict[str, str] | None = None
     per_tap: list | None = None
+    cpu_only: bool = False   # the target `applied` was entered for is llvm-cpu alone
+    chosen_by_default: bool = False  # `choose_convolutions` picked the strategy
 
 
 _active = _Active()
@@ -278,8 +302,30 @@ def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[d
         choices = {**choices, CONVOLUTIONS: strategy}
         if _active.forced_convolutions is None and strategy != RULE:
             used[CONVOLUTIONS] = strategy
-    with _set(choices=choices, used=used):
+    with _set(choices=choices, used=used, cpu_only=_cpu_only(target), chosen_by_default=False):
         yield used
+
+
+def choose_convolutions(work: ConvWork) -> None:
+    """Inside `applied`, where neither the database nor the caller chose how dense 2-D
+    convolutions go: DATA_TILED for a program that `AUTO_MIN_FLOPS` says pays for it. Called
+    by the import once it has the exported graph, before anything is decomposed."""
+    choices = _active.choices
+    if (choices is None or CONVOLUTIONS in choices or _active.forced_convolutions is not None
+            or _active.forced is not None or not _active.cpu_only):
+        return
+    if any(key.startswith("conv2d ") for key in choices):
+        return  # this CPU's 2-D convolutions were measured per shape: those choices hold
+    if work.grouped or work.transposed or work.dense_flops < AUTO_MIN_FLOPS:
+        return
+    choices[CONVOLUTIONS] = DATA_TILED
+    _active.chosen_by_default = True
+
+
+def convolutions_chosen_by_default() -> bool:
+    """Whether this import's DATA_TILED came from `choose_convolutions`, not from a caller or
+    the database (its rejection is then no news to report)."""
+    return _active.chosen_by_default
 
 
 def _cpu_only(target: Any) -> bool:

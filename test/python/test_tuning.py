@@ -332,6 +332,65 @@ def test_data_tiled_convolutions_go_whole_with_irees_flags_and_match_eager(monke
             pass
 
 
+class DenseNet(torch.nn.Module):
+    """Two dense 3x3 convolutions with 37.7 and 75.5 MFLOP of work, or (``depthwise``) a
+    depthwise one after the first."""
+
+    def __init__(self, depthwise: bool = False):
+        super().__init__()
+        self.first = torch.nn.Conv2d(16, 32, 3, padding=1)
+        self.second = (torch.nn.Conv2d(32, 32, 3, padding=1, groups=32) if depthwise
+                       else torch.nn.Conv2d(32, 32, 3, padding=1))
+
+    def forward(self, x):
+        return self.second(torch.relu(self.first(x)))
+
+
+def test_without_a_choice_lowerkit_data_tiles_a_dense_convolution_net_only(tmp_path):
+    """`tuning.choose_convolutions`: where nobody chose, a CPU-only compile of a net whose 2-D
+    convolutions are dense and carry `AUTO_MIN_FLOPS` sends them whole for data tiling; a net
+    with a depthwise one, a net with too little work, another target, a caller's ``rule`` and
+    the tuner's forced forms keep the rule."""
+    from test_decompositions import lowered_ops
+
+    torch.manual_seed(0)
+    big, small = torch.randn(1, 16, 64, 64), torch.randn(1, 16, 12, 12)
+    dense, mixed = DenseNet().eval(), DenseNet(depthwise=True).eval()
+
+    def whole(model, x, target="cpu", database=None):
+        with tuning.applied(target, database):
+            return "linalg.conv_2d_nchw_fchw" in lowered_ops(model, (x,))
+
+    assert whole(dense, big)
+    assert not whole(dense, small)  # 5.3 MFLOP: below AUTO_MIN_FLOPS
+    assert not whole(mixed, big)
+    assert not whole(dense, big, "vulkan")
+    with tuning.forced_convolutions(tuning.RULE):
+        assert not whole(dense, big)
+    with tuning.forced(TAPS):
+        assert not whole(dense, big)
+    measured = TuningDatabase(tmp_path / "tuning.json")  # a shape measured on this CPU
+    measured.record(tuning.cpu_key("cpu"), "conv2d in1x32x64x64 w32x32x3x3 s1x1 p1x1 d1x1 bias",
+                    TAPS, {})
+    assert not whole(dense, big, database=measured)
+    assert "linalg.conv_2d_nchw_fchw" not in lowered_ops(dense, (big,))  # outside a compile
+
+
+def test_lowerkits_own_data_tiled_choice_compiles_says_so_and_matches_eager(monkeypatch):
+    seen = _flags_seen(monkeypatch)
+    torch.manual_seed(0)
+    model, x = DenseNet().eval(), torch.randn(1, 16, 64, 64)
+    art = lowerkit.compile(model, (x,), cache=False)
+    assert all(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
+    assert "dense 2-D convolutions: data-tiled (lowerkit's choice" in art.stage_table().caption
+    with torch.inference_mode():
+        check = compare(art(x), model(x))
+    assert check.ok, check.message
+    ruled = lowerkit.compile(model, (x,), cache=False, convolutions=tuning.RULE)
+    assert not any(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
+    assert "data-tiled" not in ruled.stage_table().caption
+
+
 _DEEP_STACK = """
 import torch, lowerkit
 from lowerkit.runtime.numerics import compare

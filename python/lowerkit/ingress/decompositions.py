@@ -375,6 +375,33 @@ def _conv1d_unit_height(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any
     return y.squeeze(2)
 
 
+_CONV_TARGETS = ("aten.conv2d.default", "aten.convolution.default", "aten._convolution.default",
+                 "aten.conv2d.padding")
+
+
+def conv_work(graph: torch.fx.Graph) -> "tuning.ConvWork":
+    """What a program's 2-D convolutions ask of the CPU, read from its exported graph before
+    anything is decomposed (`tuning.choose_convolutions`): the multiply-adds of its dense ones
+    with a kernel larger than 1x1, and whether any is grouped (depthwise)."""
+    dense_flops, grouped, transposed = 0.0, False, False
+    for node in graph.nodes:
+        if node.op != "call_function" or str(node.target) not in _CONV_TARGETS:
+            continue
+        out, w = node.meta.get("val"), getattr(node.args[1], "meta", {}).get("val")
+        if not isinstance(out, torch.Tensor) or not isinstance(w, torch.Tensor) or w.dim() != 4:
+            continue
+        if str(node.target) != "aten.conv2d.default" and len(node.args) > 6 and node.args[6]:
+            transposed = True
+            continue
+        groups = node.args[-1] if str(node.target) != "aten.conv2d.default" else (
+            node.args[6] if len(node.args) > 6 else node.kwargs.get("groups", 1))
+        if isinstance(groups, int) and groups != 1:
+            grouped = True
+        elif w.shape[2] * w.shape[3] > 1 and _static(out) and _static(w):
+            dense_flops += 2.0 * out.numel() * math.prod(w.shape[1:])
+    return tuning.ConvWork(dense_flops, grouped, transposed)
+
+
 def _convolution(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,
                  dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Any:
     """``aten.convolution``: 3-D ones by kernel depth, 1-D and 2-D ones per tap; a dense 1-D

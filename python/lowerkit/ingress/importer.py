@@ -19,6 +19,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
+from .. import tuning
 from ..errors import IngressError
 from . import containers, decompositions, symbolic_scalars
 from .constant_lists import read_list_constants
@@ -139,6 +140,7 @@ def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedP
             warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`",
                                     category=FutureWarning)
             decompositions.aten_for_prims(exported.graph)
+            tuning.choose_convolutions(decompositions.conv_work(exported.graph))
             decomposed = exported.run_decompositions(decomposition_table())
         symbolic_scalars.rewrite(decomposed.graph)
         return decomposed
