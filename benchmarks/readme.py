@@ -248,20 +248,35 @@ def render_conv3d(data: dict, path: str) -> str:
 
 
 # -- compile_cold.py --json ------------------------------------------------------------------------
+def _convolutions_compiled(r: dict, data: dict) -> str:
+    """How one model's dense 2-D convolutions were compiled: its own record (runs from
+    compile_cold.py that store it), else the run's ``--convolutions`` (the rule before)."""
+    said = r.get("convolutions")
+    if said is None:  # an older run: what it asked for, not what each compile did
+        asked = data.get("convolutions") or "rule"
+        return "rule" if asked == "rule" else f"{asked} asked"
+    if said.startswith("by the rule"):
+        return "rule (data-tiled rejected)"
+    if said.startswith("data-tiled ("):
+        return "data-tiled, lowerkit's choice"
+    return said
+
+
 def render_compile_cold(data: dict, path: str) -> str:
     """Per model: seconds from compile to the first result (checked against eager) cold, warm,
     with new weights and by program key; the stages that dominate; size and peak memory."""
-    lines = ["| model | weights MiB | vmfb KiB | cold s | warm s | new weights s "
-             "| of which the hit s | program key s "
+    lines = ["| model | dense 2-D convolutions | weights MiB | vmfb KiB | cold s | warm s "
+             "| new weights s | of which the hit s | program key s "
              "| torch-import s | iree-compile s | peak RSS MiB | largest child RSS MiB | matches eager |",
-             "| --- |" + " ---: |" * 11 + " --- |"]
+             "| --- | --- |" + " ---: |" * 11 + " --- |"]
     for r in data["models"]:
         if "error" in r:
-            lines.append(f"| {r['model']} |" + " - |" * 11 + " failed |")
+            lines.append(f"| {r['model']} | - |" + " - |" * 11 + " failed |")
             continue
         runs = ("cold", "warm", "new_weights", "program_key")
         lines.append(
-            f"| {r['model']} | {_num(r['weights_mib'])} | {_num(r['vmfb_bytes'] / 1024)} | "
+            f"| {r['model']} | {_convolutions_compiled(r, data)} | "
+            f"{_num(r['weights_mib'])} | {_num(r['vmfb_bytes'] / 1024)} | "
             + " | ".join(_seconds(r[k]["to_first_result_s"]) for k in runs[:3]) + " | "
             + f"{_seconds(r['new_weights']['compile_s'])} | "
             + f"{_seconds(r['program_key']['to_first_result_s'])} | "
