@@ -798,6 +798,17 @@ BLOCKS: dict[str, Block] = {
         (".venv/bin/python benchmarks/compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,"
          "gpt2_base --json benchmarks/results/compile-cold.json",),
         render_compile_cold),
+    "conv-strategy-zen4": Block(
+        ("conv-strategy-zen4.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_strategy.py"
+         " --json benchmarks/results/conv-strategy-zen4.json",),
+        render_conv_strategy, torch_threads=2),
+    "compile-cold-zen4": Block(
+        ("compile-cold-zen4.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
+         "compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,gpt2_base"
+         " --json benchmarks/results/compile-cold-zen4.json",),
+        render_compile_cold),
     "conv-strategy-xeon": Block(
         ("conv-strategy-xeon.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_strategy.py"

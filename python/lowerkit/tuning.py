@@ -47,9 +47,9 @@ _MATMUL_TILE_FLAG = "--iree-llvmcpu-matmul-tile-bytes"
 # (per tap, else im2col). DATA_TILED sends every one whole, and iree-compile turns them
 # channels-last and data-tiles them as it does matmuls (IREE 3.13's experimental convolution
 # data tiling; no im2col). Depthwise and 1-D convolutions keep the rule (both lost whole).
-# Which wins depends on the model, not only on the CPU (benchmarks/conv_strategy.py: 3x3 nets
-# gain, ResNet-50's 1x1 bottlenecks lose), so RULE stays the default and DATA_TILED is asked
-# for per compile (`forced_convolutions`).
+# Which wins depends on the model, not only on the CPU (benchmarks/conv_strategy.py: dense 3x3
+# nets gain, nets with depthwise convolutions lose), so lowerkit picks it per program
+# (`choose_convolutions`), and a caller may ask for either (`forced_convolutions`).
 CONVOLUTIONS = "convolutions"
 RULE, DATA_TILED = "rule", "data-tiled"
 CONVOLUTION_STRATEGIES = (RULE, DATA_TILED)
