@@ -257,6 +257,8 @@ def _convolutions_compiled(r: dict, data: dict) -> str:
         return "rule" if asked == "rule" else f"{asked} asked"
     if said.startswith("by the rule"):
         return "rule (data-tiled rejected)"
+    if said.startswith("data-tiled (measured"):
+        return "data-tiled, measured by lowerkit tune"
     if said.startswith("data-tiled ("):
         return "data-tiled, lowerkit's choice"
     return said

@@ -195,15 +195,14 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
         iree_flags = [*caller_flags, *(f for f in tuning.applied_flags()
                                        if f.split("=", 1)[0] not in given)]
         data_tiled = tuning.dense_convolutions_whole()
-        by_default = tuning.convolutions_chosen_by_default()
+        why = tuning.why_convolutions()
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
 
     def lower(phases: bool = False) -> Artifact:
         if data_tiled and dump is None:
             return _data_tiled_or_rule(imported, records, load, target, pipe, instruments,
-                                       caller_flags, iree_flags, device, phases, tuned,
-                                       by_default)
+                                       caller_flags, iree_flags, device, phases, tuned, why)
         # convolutions written per tap: if the fast configuration rejects them, they go whole
         # before the ladder's safer rungs are tried (`_with_convolutions_whole`)
         whole_first = bool(per_tap) and dump is None and tuning.forcing() is None
@@ -277,13 +276,14 @@ def _with_convolutions_whole(rejected: StageError, load, target, pipe, instrumen
 
 def _data_tiled_or_rule(imported, records, load, target, pipe, instruments, caller_flags,
                         iree_flags, device, phases, tuned: dict,
-                        by_default: bool = False) -> Artifact:
+                        why: str | None = None) -> Artifact:
     """A program whose dense convolutions go whole for IREE's data tiling (`tuning.DATA_TILED`)
     on the fast rung; if iree-compile rejects that, the program as the rule writes it, compiled
     as usual. The safer rungs drop data tiling, and the rule's code beats that: ResNet-50's
     residual blocks, before lowerkit raised the stack limit, were rejected data-tiled, and
-    without data tiling ran 71 against 57 ms a call. ``by_default``: lowerkit chose the
-    strategy (`tuning.choose_convolutions`), so a rejection is recorded, not warned of."""
+    without data tiling ran 71 against 57 ms a call. ``why``: how lowerkit chose the strategy
+    when no caller asked (`tuning.why_convolutions`); a rejection is then recorded, not warned
+    of."""
     import warnings
 
     try:
@@ -300,16 +300,15 @@ def _data_tiled_or_rule(imported, records, load, target, pipe, instruments, call
         art.compile_stats = {**(art.compile_stats or {}),
                              "rung": f"{art.compile_rung}, convolutions by the rule",
                              "convolutions": "by the rule: iree-compile rejected data-tiled"}
-        if by_default:
+        if why is not None:
             return art
         warnings.warn(f"iree-compile rejected the data-tiled convolutions on its fast "
                       f"configuration ({e.summary}): compiled with the convolutions as the rule "
                       "writes them (per tap or im2col; Artifact.compile_rung)", stacklevel=4)
         return art
     art.tuned = dict(tuned)
-    chosen = " (lowerkit's choice for this program; convolutions='rule' keeps the rule)"
-    art.compile_stats = {**(art.compile_stats or {}),
-                         "convolutions": tuning.DATA_TILED + (chosen if by_default else "")}
+    said = f" ({why}; convolutions='rule' keeps the rule)" if why is not None else ""
+    art.compile_stats = {**(art.compile_stats or {}), "convolutions": tuning.DATA_TILED + said}
     return art
 
 

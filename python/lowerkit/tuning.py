@@ -89,6 +89,14 @@ class ConvWork:
     dense_flops: float   # in the dense ones with a kernel larger than 1x1
     grouped: bool        # any grouped (depthwise) one
     transposed: bool     # any transposed one
+    shapes: tuple = ()   # every 2-D one's (input, weight, stride, padding, dilation, groups)
+
+    @property
+    def key(self) -> str:
+        """The tuning database's op key for this set of convolutions: a program with the same
+        convolution shapes (the same architecture at the same input size) shares a choice."""
+        text = repr(sorted(set(self.shapes)))
+        return f"{CONVOLUTIONS} {hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
 class TuningError(LowerkitError):
@@ -142,17 +150,22 @@ def cpu_key(target: Any = "cpu") -> str | None:
     return f"iree {version('iree-base-compiler')} {cpu.get('cpu', '?')} {features}"
 
 
+def _program_op(op: str) -> bool:
+    """Whether ``op`` keys one program's convolution strategy (`ConvWork.key`)."""
+    return op == CONVOLUTIONS or op.startswith(f"{CONVOLUTIONS} ")
+
+
 def valid_choice(op: str, choice: Any) -> bool:
     if op == MATMUL_TILE:
         return choice == IREE_DEFAULT or (isinstance(choice, str) and choice.isdigit()
                                           and int(choice) > 0)
-    if op == CONVOLUTIONS:
+    if _program_op(op):
         return choice in CONVOLUTION_STRATEGIES
     return choice in CHOICES
 
 
 def _choices_text(op: str) -> str:
-    if op == CONVOLUTIONS:
+    if _program_op(op):
         return str(CONVOLUTION_STRATEGIES)
     return f"{IREE_DEFAULT!r} or a byte count" if op == MATMUL_TILE else str(CHOICES)
 
@@ -251,7 +264,8 @@ class _Active(threading.local):
     used: dict[str, str] | None = None
     per_tap: list | None = None
     cpu_only: bool = False   # the target `applied` was entered for is llvm-cpu alone
-    chosen_by_default: bool = False  # `choose_convolutions` picked the strategy
+    why_convolutions: str | None = None  # how `choose_convolutions` picked the strategy
+    weighed: list | None = None  # the `ConvWork` of each import inside `weighing`
 
 
 _active = _Active()
@@ -295,40 +309,66 @@ def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[d
         if _active.forced_tile is None:
             used[MATMUL_TILE] = tile  # a stored choice, reported as the convolutions' are
     strategy = _active.forced_convolutions or choices.get(CONVOLUTIONS)
-    if strategy is not None and not _cpu_only(target):
+    if strategy is not None and not cpu_only(target):
         strategy = None  # iree-compile's preprocessing would turn every device's convolutions
         choices = {k: v for k, v in choices.items() if k != CONVOLUTIONS}
     if strategy is not None:
         choices = {**choices, CONVOLUTIONS: strategy}
         if _active.forced_convolutions is None and strategy != RULE:
             used[CONVOLUTIONS] = strategy
-    with _set(choices=choices, used=used, cpu_only=_cpu_only(target), chosen_by_default=False):
+    with _set(choices=choices, used=used, cpu_only=cpu_only(target), why_convolutions=None):
         yield used
 
 
+MEASURED = "measured faster on this CPU by lowerkit tune"
+CHOSEN = "lowerkit's choice for this program"
+
+
 def choose_convolutions(work: ConvWork) -> None:
-    """Inside `applied`, where neither the database nor the caller chose how dense 2-D
-    convolutions go: DATA_TILED for a program that `AUTO_MIN_FLOPS` says pays for it. Called
-    by the import once it has the exported graph, before anything is decomposed."""
+    """Inside `applied`, where neither the caller nor a CPU-wide entry chose how dense 2-D
+    convolutions go: the strategy `lowerkit tune` measured for this program's convolutions on
+    this CPU, else DATA_TILED for a program that `AUTO_MIN_FLOPS` says pays for it. Called by
+    the import once it has the exported graph, before anything is decomposed."""
+    if _active.weighed is not None:
+        _active.weighed.append(work)
     choices = _active.choices
     if (choices is None or CONVOLUTIONS in choices or _active.forced_convolutions is not None
             or _active.forced is not None or not _active.cpu_only):
+        return
+    measured = choices.get(work.key)
+    if measured is not None:
+        if _active.used is not None:
+            _active.used[work.key] = measured
+        if measured == DATA_TILED:
+            choices[CONVOLUTIONS] = DATA_TILED
+            _active.why_convolutions = MEASURED
         return
     if any(key.startswith("conv2d ") for key in choices):
         return  # this CPU's 2-D convolutions were measured per shape: those choices hold
     if work.grouped or work.transposed or work.dense_flops < AUTO_MIN_FLOPS:
         return
     choices[CONVOLUTIONS] = DATA_TILED
-    _active.chosen_by_default = True
+    _active.why_convolutions = CHOSEN
 
 
-def convolutions_chosen_by_default() -> bool:
-    """Whether this import's DATA_TILED came from `choose_convolutions`, not from a caller or
-    the database (its rejection is then no news to report)."""
-    return _active.chosen_by_default
+def why_convolutions() -> str | None:
+    """Why this import's dense convolutions are DATA_TILED when no caller asked: `MEASURED`
+    or `CHOSEN`; None when a caller or a CPU-wide entry asked (its rejection is news then)."""
+    return _active.why_convolutions
 
 
-def _cpu_only(target: Any) -> bool:
+@contextlib.contextmanager
+def weighing() -> Iterator[list]:
+    """Collects the `ConvWork` of each import inside (what `lowerkit tune` keys a program's
+    convolution strategy by)."""
+    weighed: list = []
+    with _set(weighed=weighed):
+        yield weighed
+
+
+def cpu_only(target: Any) -> bool:
+    """Whether ``target`` is llvm-cpu alone: IREE's preprocessing for DATA_TILED would turn
+    every device's convolutions channels-last."""
     from . import target as targets
 
     return targets.Target.parse(target).backend == "llvm-cpu"

@@ -165,7 +165,13 @@ def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, capsys):
     assert cli(["tune", f"{factory}:two_convs", "--database", str(path), "--rounds", "3"]) == 0
     assert "2 convolution shape(s)" in capsys.readouterr().out
     stored = json.loads(path.read_text())["entries"][tuning.cpu_key("cpu")]
-    assert set(stored) == {WIDE, THIN, tuning.MATMUL_TILE}
+    program = next(k for k in stored if k.startswith(f"{tuning.CONVOLUTIONS} "))
+    assert set(stored) == {WIDE, THIN, tuning.MATMUL_TILE, program}
+    strategy = stored.pop(program)  # the whole model, compiled once per strategy
+    assert strategy["choice"] in tuning.CONVOLUTION_STRATEGIES, strategy
+    assert set(strategy["ms"]) == set(tuning.CONVOLUTION_STRATEGIES), strategy
+    assert strategy["compiled_as"][tuning.DATA_TILED].startswith(tuning.DATA_TILED), strategy
+    assert max(strategy["error_over_scale"].values()) <= 1e-4
     tile = stored.pop(tuning.MATMUL_TILE)  # the whole model, compiled once per candidate
     assert tile["choice"] in MATMUL_TILE_CANDIDATES and set(tile["ms"]) == set(MATMUL_TILE_CANDIDATES)
     assert max(tile["error_over_scale"].values()) <= 1e-4
@@ -177,9 +183,9 @@ def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, capsys):
         assert max(entry["error_over_scale"].values()) <= 1e-4
     # stored shapes are not measured again (a compile reading them: the tests above)
     again = lowerkit.tune(*two_convs(), database=path, rounds=3)
-    assert again.measured == [] and again.matmul_tile is None
+    assert again.measured == [] and again.matmul_tile is None and again.convolutions is None
     assert again.known == {**{k: e["choice"] for k, e in stored.items()},
-                           tuning.MATMUL_TILE: tile["choice"]}
+                           tuning.MATMUL_TILE: tile["choice"], program: strategy["choice"]}
 
 
 def test_a_malformed_database_is_named_in_the_error(tmp_path, monkeypatch):
@@ -389,6 +395,57 @@ def test_lowerkits_own_data_tiled_choice_compiles_says_so_and_matches_eager(monk
     ruled = lowerkit.compile(model, (x,), cache=False, convolutions=tuning.RULE)
     assert not any(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
     assert "data-tiled" not in ruled.stage_table().caption
+
+
+@pytest.mark.parametrize("data_tiled_ms", [8.0, 12.0, 10.1])
+def test_the_convolution_strategy_is_chosen_on_evidence_and_a_tie_goes_to_the_faster_compile(
+        monkeypatch, data_tiled_ms):
+    from lowerkit.tools import tune as tune_module
+
+    monkeypatch.setattr(tune_module, "time_interleaved", lambda fns, n: {
+        tuning.RULE: [10.0 + 0.01 * r for r in range(n)],
+        tuning.DATA_TILED: [data_tiled_ms + 0.01 * r for r in range(n)]})
+    torch.manual_seed(0)
+    model, x = DenseNet().eval(), torch.randn(1, 16, 12, 12)
+    key = tune_module.program_of(model, (x,))[1].key
+    m = tune_module.measure_convolutions(model, key, (x,), rounds=5)
+    if data_tiled_ms == 10.1:  # within the margin: the one that compiled faster
+        assert m.choice == min(m.compile_s, key=m.compile_s.get), m.why
+    else:
+        assert m.choice == (tuning.DATA_TILED if data_tiled_ms < 10 else tuning.RULE), m.why
+    assert m.key == key and m.compiled_as[tuning.DATA_TILED].startswith(tuning.DATA_TILED)
+    assert max(m.error_over_scale.values()) < 1e-5, m.error_over_scale
+
+
+def test_a_measured_convolution_strategy_decides_later_compiles_of_that_program(tmp_path,
+                                                                              monkeypatch):
+    """An entry `lowerkit tune` stores for one program's convolutions on this CPU beats
+    lowerkit's own choice both ways, and only for a program with those convolutions."""
+    from lowerkit.tools import tune as tune_module
+
+    path = tmp_path / "tuning.json"
+    monkeypatch.setenv(tuning.ENV, str(path))
+    seen = _flags_seen(monkeypatch)
+    torch.manual_seed(0)
+    model, big, small = DenseNet().eval(), torch.randn(1, 16, 64, 64), torch.randn(1, 16, 12, 12)
+    db = TuningDatabase(path)
+    db.record(tuning.cpu_key("cpu"), tune_module.program_of(model, (big,))[1].key,
+              tuning.RULE, {})   # lowerkit alone would data-tile it
+    db.record(tuning.cpu_key("cpu"), tune_module.program_of(model, (small,))[1].key,
+              tuning.DATA_TILED, {})   # and leave this one to the rule
+    db.save()
+    ruled = lowerkit.compile(model, (big,), cache=False)
+    assert not any(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
+    assert "this program's convolutions rule" in ruled.stage_table().caption
+    tiled = lowerkit.compile(model, (small,), cache=False)
+    assert all(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
+    assert f"data-tiled ({tuning.MEASURED}" in tiled.stage_table().caption
+    with torch.inference_mode():
+        check = compare(tiled(small), model(small))
+    assert check.ok, check.message
+    other = DenseNet(depthwise=True).eval()  # other convolutions: not this entry's
+    lowerkit.compile(other, (small,), cache=False)
+    assert not any(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
 
 
 _DEEP_STACK = """

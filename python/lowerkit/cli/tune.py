@@ -21,6 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"interleaved rounds per shape (default: {ROUNDS})")
     p.add_argument("--retune", action="store_true",
                    help="measure shapes already stored for this CPU again")
+    p.add_argument("--no-convolutions", action="store_true",
+                   help="leave out the strategy for the model's dense 2-D convolutions (the "
+                        "rule or data-tiled), which compiles the whole model once per strategy")
     p.add_argument("--no-matmul-tile", action="store_true",
                    help="leave out the matmul tile, which compiles the whole model once per "
                         "candidate; the choice applies to every compile for this CPU")
@@ -37,14 +40,19 @@ def main(args: argparse.Namespace) -> int:
         report = tune(case.fn, case.args, case.kwargs, target=args.target,
                       database=args.database, rounds=args.rounds, retune=args.retune,
                       dynamic_shapes=case.dynamic_shapes, matmul_tile=not args.no_matmul_tile,
+                      convolutions=not args.no_convolutions,
                       progress=lambda text: status.update(f"{case.name}: {text}"))
-    from lowerkit.tuning import MATMUL_TILE
+    from lowerkit.tuning import CONVOLUTIONS, MATMUL_TILE
 
-    found = len(report.measured) + len(set(report.known) - {MATMUL_TILE})
+    found = len(report.measured) + len({k for k in report.known
+                                        if k != MATMUL_TILE and not k.startswith(CONVOLUTIONS)})
     console.print(report.table(title=f"{case.name}: {found} convolution shape(s) with a choice, "
                                      f"on {report.cpu}"))
     for m in report.measured:
         console.print(f"{m.shape.key}: {m.why}")
+    if report.convolutions is not None:
+        console.print(f"dense 2-D convolutions of this model on this CPU: "
+                      f"{report.convolutions.choice} ({report.convolutions.why})")
     if report.matmul_tile is not None:
         console.print(f"matmul tile for every compile on this CPU: {report.matmul_tile.choice} "
                       f"({report.matmul_tile.why})")

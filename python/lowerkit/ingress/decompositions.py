@@ -375,31 +375,42 @@ def _conv1d_unit_height(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any
     return y.squeeze(2)
 
 
-_CONV_TARGETS = ("aten.conv2d.default", "aten.convolution.default", "aten._convolution.default",
-                 "aten.conv2d.padding")
+_GENERAL_CONV_TARGETS = ("aten.convolution.default", "aten._convolution.default")
+_CONV_TARGETS = ("aten.conv2d.default", "aten.conv2d.padding", *_GENERAL_CONV_TARGETS)
 
 
 def conv_work(graph: torch.fx.Graph) -> "tuning.ConvWork":
     """What a program's 2-D convolutions ask of the CPU, read from its exported graph before
     anything is decomposed (`tuning.choose_convolutions`): the multiply-adds of its dense ones
     with a kernel larger than 1x1, and whether any is grouped (depthwise)."""
-    dense_flops, grouped, transposed = 0.0, False, False
+    dense_flops, grouped, transposed, shapes = 0.0, False, False, []
     for node in graph.nodes:
         if node.op != "call_function" or str(node.target) not in _CONV_TARGETS:
             continue
         out, w = node.meta.get("val"), getattr(node.args[1], "meta", {}).get("val")
         if not isinstance(out, torch.Tensor) or not isinstance(w, torch.Tensor) or w.dim() != 4:
             continue
-        if str(node.target) != "aten.conv2d.default" and len(node.args) > 6 and node.args[6]:
+        general = str(node.target) in _GENERAL_CONV_TARGETS  # transposed at 6, groups at 8
+        if general and node.args[6]:
             transposed = True
             continue
-        groups = node.args[-1] if str(node.target) != "aten.conv2d.default" else (
+        groups = node.args[8] if general else (
             node.args[6] if len(node.args) > 6 else node.kwargs.get("groups", 1))
+        x = getattr(node.args[0], "meta", {}).get("val")
+        shapes.append(_plain((x.shape if isinstance(x, torch.Tensor) else None, w.shape,
+                              *node.args[3:6], groups)))
         if isinstance(groups, int) and groups != 1:
             grouped = True
         elif w.shape[2] * w.shape[3] > 1 and _static(out) and _static(w):
             dense_flops += 2.0 * out.numel() * math.prod(w.shape[1:])
-    return tuning.ConvWork(dense_flops, grouped, transposed)
+    return tuning.ConvWork(dense_flops, grouped, transposed, tuple(shapes))
+
+
+def _plain(value: Any) -> Any:
+    """Shapes and conv arguments as hashable plain values (a symbolic size as its name)."""
+    if isinstance(value, (list, tuple, torch.Size)):
+        return tuple(_plain(v) for v in value)
+    return value if isinstance(value, (int, str, type(None))) else str(value)
 
 
 def _convolution(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,

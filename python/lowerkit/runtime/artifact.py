@@ -280,9 +280,12 @@ class Artifact:
         if self.tuned:
             from ..tuning import CONVOLUTIONS, MATMUL_TILE
 
-            convs = {k: v for k, v in self.tuned.items() if k not in (MATMUL_TILE, CONVOLUTIONS)}
+            convs = {k: v for k, v in self.tuned.items()
+                     if k != MATMUL_TILE and k.split(" ")[0] != CONVOLUTIONS}
             parts = [f"{len(convs)} convolution(s), " + ", ".join(
                 f"{n} {c}" for c, n in sorted(Counter(convs.values()).items()))] if convs else []
+            parts += [f"this program's convolutions {v}" for k, v in self.tuned.items()
+                      if k.startswith(f"{CONVOLUTIONS} ")]
             if MATMUL_TILE in self.tuned:
                 parts.append(f"matmul tile {self.tuned[MATMUL_TILE]} bytes")
             lines.append(f"tuned on this CPU (lowerkit tune): {'; '.join(parts)}")

@@ -72,6 +72,7 @@ class TuneReport:
     measured: list[Measurement] = field(default_factory=list)
     known: dict[str, str] = field(default_factory=dict)   # shapes already stored, skipped
     matmul_tile: MatmulTileMeasurement | None = None
+    convolutions: ConvolutionsMeasurement | None = None
 
     def table(self, title: str | None = None):
         from rich.table import Table
@@ -234,6 +235,32 @@ class MatmulTileMeasurement:
                 "error_over_scale": self.error_over_scale}
 
 
+def _whole_model(fn: Callable, args: Any, kwargs: dict, candidates: dict[str, Callable],
+                 target: Any, rounds: int, dynamic_shapes: Any, what: str):
+    """Compile the whole of ``fn`` once per candidate (each inside its context), check each
+    against eager, and time them interleaved: (samples, compile seconds, artifacts, checks)."""
+    from ..api import compile as compile_program
+    from ..runtime.numerics import compare
+
+    arts, seconds = {}, {}
+    for name, context in candidates.items():
+        with context():
+            start = time.perf_counter()
+            arts[name] = compile_program(fn, tuple(args), kwargs, target=target, cache=False,
+                                         dynamic_shapes=dynamic_shapes)
+            seconds[name] = time.perf_counter() - start
+    with torch.inference_mode():
+        want = fn(*args, **kwargs)
+        checks = {n: compare(a(*args, **kwargs), want) for n, a in arts.items()}
+        wrong = {n: c.message for n, c in checks.items() if not c.ok}
+        if wrong:
+            raise TuningError(f"{what}: a candidate does not match eager, nothing stored: "
+                              f"{wrong}")
+        samples = time_interleaved({n: (lambda a=a: a(*args, **kwargs)) for n, a in arts.items()},
+                                   rounds)
+    return samples, seconds, arts, checks
+
+
 def measure_matmul_tiles(fn: Callable, args: Any = (), kwargs: dict | None = None, *,
                          target: Any = "cpu", rounds: int = ROUNDS, margin: float = MARGIN,
                          candidates: tuple[str, ...] = MATMUL_TILE_CANDIDATES,
@@ -241,29 +268,12 @@ def measure_matmul_tiles(fn: Callable, args: Any = (), kwargs: dict | None = Non
     """Compile the whole of ``fn`` once per matmul tile candidate, check each against eager,
     and time them interleaved. The fastest is chosen only if it beats IREE's default
     (`beats`); otherwise IREE's default is stored."""
-    from ..api import compile as compile_program
-    from ..runtime.numerics import compare
-
-    kwargs = kwargs or {}
     if candidates[0] != tuning.IREE_DEFAULT:
         raise TuningError(f"the first matmul tile candidate must be {tuning.IREE_DEFAULT!r}, "
                           f"the baseline the others must beat")
-    arts, seconds = {}, {}
-    for tile in candidates:
-        with tuning.forced_matmul_tile(tile):
-            start = time.perf_counter()
-            arts[tile] = compile_program(fn, tuple(args), kwargs, target=target, cache=False,
-                                         dynamic_shapes=dynamic_shapes)
-            seconds[tile] = time.perf_counter() - start
-    with torch.inference_mode():
-        want = fn(*args, **kwargs)
-        checks = {t: compare(a(*args, **kwargs), want) for t, a in arts.items()}
-        wrong = {t: c.message for t, c in checks.items() if not c.ok}
-        if wrong:
-            raise TuningError(f"matmul tile: a candidate does not match eager, nothing stored: "
-                              f"{wrong}")
-        samples = time_interleaved({t: (lambda a=a: a(*args, **kwargs)) for t, a in arts.items()},
-                                   rounds)
+    samples, seconds, _, checks = _whole_model(
+        fn, args, kwargs or {}, {t: (lambda t=t: tuning.forced_matmul_tile(t)) for t in candidates},
+        target, rounds, dynamic_shapes, "matmul tile")
     ms = {t: statistics.median(v) for t, v in samples.items()}
     best = min(candidates[1:], key=ms.__getitem__) if len(candidates) > 1 else candidates[0]
     base = tuning.IREE_DEFAULT
@@ -276,20 +286,81 @@ def measure_matmul_tiles(fn: Callable, args: Any = (), kwargs: dict | None = Non
                                  {t: c.max_rel_error for t, c in checks.items()})
 
 
+@dataclass
+class ConvolutionsMeasurement:
+    """The whole model compiled with each convolution strategy: what was chosen, and why."""
+
+    key: str                          # the program's convolutions (`tuning.ConvWork.key`)
+    choice: str
+    why: str
+    ms: dict[str, float]
+    rounds: int
+    compile_s: dict[str, float]
+    compiled_as: dict[str, str]       # a data-tiled compile iree-compile rejected says so
+    error_over_scale: dict[str, float]
+    before: str | None = None
+
+    def evidence(self) -> dict:
+        return {"why": self.why, "ms": {k: round(v, 5) for k, v in self.ms.items()},
+                "rounds": self.rounds, "compiled_as": self.compiled_as,
+                "compile_s": {k: round(v, 2) for k, v in self.compile_s.items()},
+                "error_over_scale": self.error_over_scale}
+
+
+def measure_convolutions(fn: Callable, key: str, args: Any = (), kwargs: dict | None = None, *,
+                         target: Any = "cpu", rounds: int = ROUNDS, margin: float = MARGIN,
+                         dynamic_shapes: Any = None) -> ConvolutionsMeasurement:
+    """Compile the whole of ``fn`` with each of `tuning.CONVOLUTION_STRATEGIES`, check both
+    against eager, and time them interleaved. One that `beats` the other is chosen; on a tie,
+    the one that compiled faster (issue 19: the compile is what a user waits for). A data-tiled
+    compile that iree-compile rejected is the rule's code, so the rule is chosen."""
+    samples, seconds, arts, checks = _whole_model(
+        fn, args, kwargs or {},
+        {s: (lambda s=s: tuning.forced_convolutions(s)) for s in tuning.CONVOLUTION_STRATEGIES},
+        target, rounds, dynamic_shapes, "convolution strategy")
+    rule, tiled = tuning.RULE, tuning.DATA_TILED
+    compiled_as = {s: (a.compile_stats or {}).get("convolutions") or rule
+                   for s, a in arts.items()}
+    ms = {s: statistics.median(v) for s, v in samples.items()}
+    evidence = (f"rule {ms[rule]:.3g} ms, data-tiled {ms[tiled]:.3g} ms; compile "
+                f"{seconds[rule]:.1f} / {seconds[tiled]:.1f} s")
+    if not compiled_as[tiled].startswith(tiled):
+        choice, why = rule, f"iree-compile rejected data-tiled ({evidence})"
+    elif beats(samples[tiled], samples[rule], margin):
+        choice, why = tiled, f"data-tiled faster ({evidence})"
+    elif beats(samples[rule], samples[tiled], margin):
+        choice, why = rule, f"the rule faster ({evidence})"
+    else:
+        choice = min((rule, tiled), key=seconds.__getitem__)
+        why = f"a tie at {margin:.0%}: {choice} compiled faster ({evidence})"
+    return ConvolutionsMeasurement(key, choice, why, ms, rounds, seconds, compiled_as,
+                                   {s: c.max_rel_error for s, c in checks.items()})
+
+
 def shapes_of(fn: Callable, args: Any = (), kwargs: dict | None = None,
               dynamic_shapes: Any = None) -> list[ConvShape]:
     """The convolutions of ``fn(*args, **kwargs)`` whose form is a choice, as its import sees
     them (the same eligibility: static float32 1-D and 2-D, 2 to 9 taps, ``groups=1``)."""
     from ..ingress.importer import import_program
 
-    with tuning.asking() as asked:
+    return program_of(fn, args, kwargs, dynamic_shapes)[0]
+
+
+def program_of(fn: Callable, args: Any = (), kwargs: dict | None = None,
+               dynamic_shapes: Any = None) -> "tuple[list[ConvShape], tuning.ConvWork | None]":
+    """`shapes_of`, and the program's 2-D convolutions as a whole (`tuning.ConvWork`), from
+    one import."""
+    from ..ingress.importer import import_program
+
+    with tuning.asking() as asked, tuning.weighing() as weighed:
         import_program(fn, tuple(args), kwargs, dynamic_shapes)
-    return list(asked)
+    return list(asked), (weighed[0] if weighed else None)
 
 
 def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: Any = "cpu",
          database: "str | Path | TuningDatabase | None" = None, rounds: int = ROUNDS,
          retune: bool = False, dynamic_shapes: Any = None, matmul_tile: bool = True,
+         convolutions: bool = True,
          progress: Callable[[str], None] | None = None) -> TuneReport:
     """Measure the per-shape choices of ``fn``'s convolutions on this CPU and store them in
     ``database`` (default: `tuning.default_path`). Shapes already stored for this CPU and IREE
@@ -311,7 +382,8 @@ def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: An
     report = TuneReport(cpu, db.path)
     measured_on = {"host": cpu_description()["model"], "machine": platform.machine(),
                    "torch_threads": torch.get_num_threads()}
-    for shape in shapes_of(fn, args, kwargs, dynamic_shapes):
+    shapes, work = program_of(fn, args, kwargs, dynamic_shapes)
+    for shape in shapes:
         before = db.choice(cpu, shape.key)
         if before is not None and not retune:
             report.known[shape.key] = before
@@ -337,6 +409,23 @@ def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: An
             m.before = before
             report.matmul_tile = m
             db.record(cpu, tuning.MATMUL_TILE, m.choice, {
+                **m.evidence(), "measured_on": measured_on, "model": _name(fn),
+                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                    timespec="seconds")})
+            db.save()
+    if (convolutions and work is not None and work.dense_flops > 0
+            and tuning.cpu_only(target)):
+        before = db.choice(cpu, work.key)
+        if before is not None and not retune:
+            report.known[work.key] = before
+        else:
+            if progress:
+                progress("measuring the convolution strategy (a compile per strategy)")
+            m = measure_convolutions(fn, work.key, args, kwargs, target=target, rounds=rounds,
+                                     dynamic_shapes=dynamic_shapes)
+            m.before = before
+            report.convolutions = m
+            db.record(cpu, work.key, m.choice, {
                 **m.evidence(), "measured_on": measured_on, "model": _name(fn),
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
                     timespec="seconds")})
