@@ -367,7 +367,7 @@ def test_without_a_choice_lowerkit_data_tiles_a_dense_convolution_net_only(tmp_p
 
     def whole(model, x, target="cpu", database=None):
         with tuning.applied(target, database):
-            return convolutions_left(model, x) == 2
+            return convolutions_left(model, x) >= 1
 
     assert whole(dense, big)
     assert not whole(dense, small)  # 5.3 MFLOP: below AUTO_MIN_FLOPS
@@ -413,8 +413,11 @@ def test_the_convolution_strategy_is_chosen_on_evidence_and_a_tie_goes_to_the_fa
     m = tune_module.measure_convolutions(model, key, (x,), rounds=5)
     if data_tiled_ms == 10.1:  # within the margin: the one that compiled faster
         assert m.choice == min(m.compile_s, key=m.compile_s.get), m.why
+        assert m.why.startswith("a tie"), m.why
+    elif data_tiled_ms < 10:
+        assert (m.choice, m.why.split(" (")[0]) == (tuning.DATA_TILED, "data-tiled faster")
     else:
-        assert m.choice == (tuning.DATA_TILED if data_tiled_ms < 10 else tuning.RULE), m.why
+        assert (m.choice, m.why.split(" (")[0]) == (tuning.RULE, "the rule faster")
     assert m.key == key and m.compiled_as[tuning.DATA_TILED].startswith(tuning.DATA_TILED)
     assert max(m.error_over_scale.values()) < 1e-5, m.error_over_scale
 
