@@ -117,9 +117,13 @@ def _compile_graph(options: dict, kind: str, gm: torch.fx.GraphModule,
     ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
     start = time.perf_counter()
     dump_dir = options.get("dump_dir")
-    strategy = options.get("convolutions")
+    strategy, why = options.get("convolutions"), None
+    if strategy is None and tuning.dense_convolutions_whole():
+        # lowerkit chose data tiling for this graph before aot_autograd traced it (`backend`):
+        # its dense convolutions are whole, and its compile must data-tile them
+        strategy, why = tuning.DATA_TILED, tuning.why_convolutions()
     try:
-        with (tuning.forced_convolutions(strategy) if strategy is not None
+        with (tuning.forced_convolutions(strategy, why) if strategy is not None
               else contextlib.nullcontext()):
             art = api.compile_imported(
                 lambda: import_graph(gm, example_inputs, weights),
@@ -346,6 +350,12 @@ class _FrozenWeights(_ModuleState):
         return True
 
 
+def _training(example_inputs: Sequence[Any]) -> bool:
+    """Whether aot_autograd traces a joint graph for gradients (else one inference graph)."""
+    return torch.is_grad_enabled() and any(
+        isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
+
+
 @contextlib.contextmanager
 def _composites_as_export_keeps_them(example_inputs: Sequence[Any]) -> Any:
     """The decomposition table for ``aot_autograd``; for an inference graph, with the functional
@@ -356,9 +366,7 @@ def _composites_as_export_keeps_them(example_inputs: Sequence[Any]) -> Any:
     e2e ``AtenFftRfft*``, ``AtenStft*``, ``SignAndLogarithmOfDeterminant*``). A graph that needs
     gradients decomposes them all: a kept composite has no derivative for the joint graph."""
     table = decomposition_table()
-    training = torch.is_grad_enabled() and any(
-        isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
-    if training:
+    if _training(example_inputs):
         yield table
         return
     from torch.export.exported_program import (_override_composite_implicit_decomp,
@@ -423,9 +431,15 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
 
     decompositions.aten_for_prims(gm.graph)
     gm.recompile()
-    # aot_autograd decomposes while it traces (here): the tuned per-shape choices apply there
-    with _composites_as_export_keeps_them(example_inputs) as table, \
+    # aot_autograd decomposes while it traces (here): the tuned per-shape choices, an asked
+    # convolution strategy and lowerkit's own choice for an inference graph apply there
+    strategy = opts.get("convolutions")
+    with (tuning.forced_convolutions(strategy) if strategy is not None
+          else contextlib.nullcontext()), \
+            _composites_as_export_keeps_them(example_inputs) as table, \
             tuning.applied(opts.get("target", "cpu")):
+        if not _training(example_inputs):
+            tuning.choose_convolutions(decompositions.conv_work(gm.graph))
         aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
                            inference_compiler=compiler("inference"), decompositions=table)
         if not state:

@@ -260,6 +260,7 @@ class _Active(threading.local):
     forced: str | None = None
     forced_tile: str | None = None  # a matmul tile choice in place of the stored one
     forced_convolutions: str | None = None  # a convolution strategy in place of the stored one
+    forced_why: str | None = None  # why it was forced when no caller asked (`why_convolutions`)
     asked: list | None = None
     used: dict[str, str] | None = None
     per_tap: list | None = None
@@ -316,7 +317,8 @@ def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[d
         choices = {**choices, CONVOLUTIONS: strategy}
         if _active.forced_convolutions is None and strategy != RULE:
             used[CONVOLUTIONS] = strategy
-    with _set(choices=choices, used=used, cpu_only=cpu_only(target), why_convolutions=None):
+    why = _active.forced_why if _active.forced_convolutions is not None else None
+    with _set(choices=choices, used=used, cpu_only=cpu_only(target), why_convolutions=why):
         yield used
 
 
@@ -411,13 +413,15 @@ def forced_matmul_tile(choice: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def forced_convolutions(strategy: str) -> Iterator[None]:
+def forced_convolutions(strategy: str, why: str | None = None) -> Iterator[None]:
     """Compiles inside take ``strategy`` (one of CONVOLUTION_STRATEGIES) for dense 2-D
-    convolutions, whatever is stored (the tuner's candidates)."""
+    convolutions, whatever is stored (a caller's or the tuner's). ``why``: lowerkit chose it,
+    not a caller (`why_convolutions`; the torch.compile backend carries its graph's choice
+    from aot_autograd's trace to the compile this way)."""
     if not valid_choice(CONVOLUTIONS, strategy):
         raise TuningError(f"convolution strategy {strategy!r} is not one of "
                           f"{_choices_text(CONVOLUTIONS)}")
-    with _set(forced_convolutions=strategy):
+    with _set(forced_convolutions=strategy, forced_why=why):
         yield
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from lowerkit import UnsupportedError, backend
+from lowerkit import UnsupportedError, backend, tuning
 from lowerkit.runtime.numerics import compare
 
 
@@ -186,8 +186,40 @@ def test_data_tiled_convolutions_option():
     (record,) = backend.graphs()
     assert record.ran == "lowerkit"
     assert record.artifact.compile_stats.get("convolutions") == "data-tiled", record.artifact.compile_stats
+    # whole through aot_autograd's trace, not per tap (the trace decomposes before the compile)
+    assert record.artifact.records[0].ops.get("torch.aten.convolution") == 1, record.artifact.records[0].ops
     with pytest.raises(Exception, match="convolutions='im2col'"):
         torch.compile(net, backend="lowerkit", options={"convolutions": "im2col"})(x)
+
+
+def test_lowerkits_own_convolution_choice_applies_to_torch_compile_graphs():
+    """An inference graph of a dense convolution net is data-tiled as `lowerkit.compile` would
+    (`tuning.choose_convolutions`); ``convolutions="rule"`` keeps the rule; a training graph
+    keeps the rule."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.Conv2d(32, 32, 3, padding=1)).eval()
+    x = torch.randn(1, 16, 64, 64)
+    for options, whole in (({}, 2), ({"convolutions": "rule"}, 0)):
+        backend.reset()
+        torch._dynamo.reset()
+        compiled = torch.compile(net, backend="lowerkit",
+                                 options={"strict": True, "cache": False, **options})
+        with torch.inference_mode():
+            check = compare(compiled(x), net(x))
+        assert check.ok, check.message
+        (record,) = backend.graphs()
+        ops = record.artifact.records[0].ops
+        assert ops.get("torch.aten.convolution", 0) == whole, (options, ops)
+        said = (record.artifact.compile_stats or {}).get("convolutions") or ""
+        assert said.startswith(f"data-tiled ({tuning.CHOSEN}") == bool(whole), said
+    backend.reset()
+    torch._dynamo.reset()
+    compiled = torch.compile(net, backend="lowerkit", options={"strict": True, "cache": False})
+    check = compare(compiled(x), net(x))  # gradients wanted: a training graph
+    assert check.ok, check.message
+    forward = [r for r in backend.graphs() if r.kind == "forward"]
+    assert forward and forward[0].artifact.records[0].ops.get("torch.aten.convolution", 0) == 0
 
 
 def test_found_by_name_without_importing_lowerkit():

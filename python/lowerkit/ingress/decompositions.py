@@ -385,9 +385,10 @@ def conv_work(graph: torch.fx.Graph) -> "tuning.ConvWork":
     with a kernel larger than 1x1, and whether any is grouped (depthwise)."""
     dense_flops, grouped, transposed, shapes = 0.0, False, False, []
     for node in graph.nodes:
-        if node.op != "call_function" or str(node.target) not in _CONV_TARGETS:
-            continue
-        out, w = node.meta.get("val"), getattr(node.args[1], "meta", {}).get("val")
+        if node.op != "call_function" or not (str(node.target) in _CONV_TARGETS
+                                              or node.target is torch.conv2d):
+            continue  # torch.conv2d: a Dynamo graph's (torch.compile), before aot_autograd
+        out, w = _value(node), _value(node.args[1])
         if not isinstance(out, torch.Tensor) or not isinstance(w, torch.Tensor) or w.dim() != 4:
             continue
         general = str(node.target) in _GENERAL_CONV_TARGETS  # transposed at 6, groups at 8
@@ -396,7 +397,7 @@ def conv_work(graph: torch.fx.Graph) -> "tuning.ConvWork":
             continue
         groups = node.args[8] if general else (
             node.args[6] if len(node.args) > 6 else node.kwargs.get("groups", 1))
-        x = getattr(node.args[0], "meta", {}).get("val")
+        x = _value(node.args[0])
         shapes.append(_plain((x.shape if isinstance(x, torch.Tensor) else None, w.shape,
                               *node.args[3:6], groups)))
         if isinstance(groups, int) and groups != 1:
@@ -404,6 +405,13 @@ def conv_work(graph: torch.fx.Graph) -> "tuning.ConvWork":
         elif w.shape[2] * w.shape[3] > 1 and _static(out) and _static(w):
             dense_flops += 2.0 * out.numel() * math.prod(w.shape[1:])
     return tuning.ConvWork(dense_flops, grouped, transposed, tuple(shapes))
+
+
+def _value(node: Any) -> Any:
+    """The example value an FX node carries: ``val`` in an exported graph, ``example_value``
+    in Dynamo's."""
+    meta = getattr(node, "meta", {})
+    return meta.get("val", meta.get("example_value"))
 
 
 def _plain(value: Any) -> Any:
