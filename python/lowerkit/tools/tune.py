@@ -397,40 +397,41 @@ def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: An
             **m.evidence(), "measured_on": measured_on,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
         db.save()  # after each shape: an interrupted run keeps what it measured
+    whole = {"measured_on": measured_on, "model": _name(fn)}
     if matmul_tile:
-        before = db.choice(cpu, tuning.MATMUL_TILE)
-        if before is not None and not retune:
-            report.known[tuning.MATMUL_TILE] = before
-        else:
-            if progress:
-                progress("measuring the matmul tile (a compile per candidate)")
-            m = measure_matmul_tiles(fn, args, kwargs, target=target, rounds=rounds,
-                                     dynamic_shapes=dynamic_shapes)
-            m.before = before
-            report.matmul_tile = m
-            db.record(cpu, tuning.MATMUL_TILE, m.choice, {
-                **m.evidence(), "measured_on": measured_on, "model": _name(fn),
-                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                    timespec="seconds")})
-            db.save()
+        report.matmul_tile = _stored_or_measured(
+            db, cpu, tuning.MATMUL_TILE, retune, report, whole, progress,
+            "measuring the matmul tile (a compile per candidate)",
+            lambda: measure_matmul_tiles(fn, args, kwargs, target=target, rounds=rounds,
+                                         dynamic_shapes=dynamic_shapes))
     if (convolutions and work is not None and work.dense_flops > 0
             and tuning.cpu_only(target)):
-        before = db.choice(cpu, work.key)
-        if before is not None and not retune:
-            report.known[work.key] = before
-        else:
-            if progress:
-                progress("measuring the convolution strategy (a compile per strategy)")
-            m = measure_convolutions(fn, work.key, args, kwargs, target=target, rounds=rounds,
-                                     dynamic_shapes=dynamic_shapes)
-            m.before = before
-            report.convolutions = m
-            db.record(cpu, work.key, m.choice, {
-                **m.evidence(), "measured_on": measured_on, "model": _name(fn),
-                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                    timespec="seconds")})
-            db.save()
+        report.convolutions = _stored_or_measured(
+            db, cpu, work.key, retune, report, whole, progress,
+            "measuring the convolution strategy (a compile per strategy)",
+            lambda: measure_convolutions(fn, work.key, args, kwargs, target=target,
+                                         rounds=rounds, dynamic_shapes=dynamic_shapes))
     return report
+
+
+def _stored_or_measured(db: TuningDatabase, cpu: str, key: str, retune: bool,
+                        report: TuneReport, whole: dict, progress: Callable | None, what: str,
+                        measure_it: Callable[[], Any]) -> Any:
+    """A whole-model choice: the stored one (into ``report.known``) unless ``retune``, else
+    measured, recorded with its evidence and saved. Returns the measurement, if any."""
+    before = db.choice(cpu, key)
+    if before is not None and not retune:
+        report.known[key] = before
+        return None
+    if progress:
+        progress(what)
+    m = measure_it()
+    m.before = before
+    db.record(cpu, key, m.choice, {
+        **m.evidence(), **whole,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
+    db.save()
+    return m
 
 
 def _name(fn: Callable) -> str:
