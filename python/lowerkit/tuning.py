@@ -72,12 +72,13 @@ _OFF = {"0", "off", "false", "no", "none"}
 # Without a stored or asked-for strategy, lowerkit picks DATA_TILED for a program whose 2-D
 # convolutions are all dense, with at least this much work in those with a kernel larger than
 # 1x1, on a CPU-only target (`choose_convolutions`). Measured on a Zen 4 and an AMX Xeon host
-# (benchmarks/conv_strategy.py): such nets ran 1.07-2.07x faster (ResNet-18, the small ResNet
-# and UNet) or level (ResNet-50), and compiled in about half the time (ResNet-50 data-tiled
-# needs `DATA_TILED_STACK_BYTES`). A net with depthwise convolutions lost (MobileNetV2 0.86-
-# 0.90x, the depthwise-separable net 0.89-0.96x): its depthwise ones keep the rule in NCHW,
-# and transposes appear between them and the data-tiled NHWC ones. The LeNet-sized CNN (3.2
-# MFLOP of convolution) lost 0.56-0.77x: too little work to pay for the layout changes.
+# (benchmarks/conv_strategy.py, conv-strategy-zen4 and -xeon): such nets ran 1.03-2.07x faster
+# (ResNet-18, the small ResNet and UNet) or level (ResNet-50), and compiled in about half the
+# time (ResNet-50 data-tiled needs `DATA_TILED_STACK_BYTES`). A net with depthwise
+# convolutions lost (MobileNetV2 0.86x, the depthwise-separable net 0.93-0.96x): its depthwise
+# ones keep the rule in NCHW, and transposes appear between them and the data-tiled NHWC ones.
+# The LeNet-sized CNN (3.2 MFLOP of convolution) lost 0.69-0.77x: too little work to pay for
+# the layout changes.
 AUTO_MIN_FLOPS = 10e6
 
 
