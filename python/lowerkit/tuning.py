@@ -91,6 +91,7 @@ class ConvWork:
     grouped: bool        # any grouped (depthwise) one
     transposed: bool     # any transposed one
     shapes: tuple = ()   # every 2-D one's (input, weight, stride, padding, dilation, groups)
+    not_f32: bool = False  # any not in float32 (every measurement behind the choice was)
 
     @property
     def key(self) -> str:
@@ -349,6 +350,8 @@ def choose_convolutions(work: ConvWork) -> None:
     if any(key.startswith("conv2d ") for key in choices):
         return  # this CPU's 2-D convolutions were measured per shape: those choices hold
     if work.grouped or work.transposed or work.dense_flops < AUTO_MIN_FLOPS:
+        return
+    if work.not_f32:
         return
     choices[CONVOLUTIONS] = DATA_TILED
     _active.why_convolutions = CHOSEN

@@ -367,11 +367,12 @@ def test_without_a_choice_lowerkit_data_tiles_a_dense_convolution_net_only(tmp_p
 
     def whole(model, x, target="cpu", database=None):
         with tuning.applied(target, database):
-            return convolutions_left(model, x) >= 1
+            return convolutions_left(model, x) >= 1 and tuning.dense_convolutions_whole()
 
     assert whole(dense, big)
     assert not whole(dense, small)  # 5.3 MFLOP: below AUTO_MIN_FLOPS
     assert not whole(mixed, big)
+    assert not whole(DenseNet().to(torch.bfloat16), big.to(torch.bfloat16))  # measured in f32
     assert not whole(dense, big, "vulkan")
     with tuning.forced_convolutions(tuning.RULE):
         assert not whole(dense, big)

@@ -383,7 +383,7 @@ def conv_work(graph: torch.fx.Graph) -> "tuning.ConvWork":
     """What a program's 2-D convolutions ask of the CPU, read from its exported graph before
     anything is decomposed (`tuning.choose_convolutions`): the multiply-adds of its dense ones
     with a kernel larger than 1x1, and whether any is grouped (depthwise)."""
-    dense_flops, grouped, transposed, shapes = 0.0, False, False, []
+    dense_flops, grouped, transposed, shapes, not_f32 = 0.0, False, False, [], False
     for node in graph.nodes:
         if node.op != "call_function" or not (str(node.target) in _CONV_TARGETS
                                               or node.target is torch.conv2d):
@@ -398,13 +398,14 @@ def conv_work(graph: torch.fx.Graph) -> "tuning.ConvWork":
         groups = node.args[8] if general else (
             node.args[6] if len(node.args) > 6 else node.kwargs.get("groups", 1))
         x = _value(node.args[0])
+        not_f32 = not_f32 or w.dtype != torch.float32
         shapes.append(_plain((x.shape if isinstance(x, torch.Tensor) else None, w.shape,
                               *node.args[3:6], groups)))
         if isinstance(groups, int) and groups != 1:
             grouped = True
         elif w.shape[2] * w.shape[3] > 1 and _static(out) and _static(w):
             dense_flops += 2.0 * out.numel() * math.prod(w.shape[1:])
-    return tuning.ConvWork(dense_flops, grouped, transposed, tuple(shapes))
+    return tuning.ConvWork(dense_flops, grouped, transposed, tuple(shapes), not_f32)
 
 
 def _value(node: Any) -> Any:
