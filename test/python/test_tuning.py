@@ -395,32 +395,42 @@ def test_lowerkits_own_data_tiled_choice_compiles_says_so_and_matches_eager(monk
     with torch.inference_mode():
         check = compare(art(x), model(x))
     assert check.ok, check.message
-    ruled = lowerkit.compile(model, (x,), cache=False, convolutions=tuning.RULE)
-    assert not any(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
-    assert "data-tiled" not in ruled.stage_table().caption
 
 
-@pytest.mark.parametrize("data_tiled_ms", [8.0, 12.0, 10.1])
+class _Compiled:
+    """What `tools.tune._whole_model` returns per candidate, for a decision without compiles."""
+
+    def __init__(self, convolutions: str | None = None):
+        self.compile_stats = {"convolutions": convolutions} if convolutions else {}
+        self.max_rel_error = 1e-7
+
+
+@pytest.mark.parametrize("data_tiled_ms,rejected,chosen,why", [
+    (8.0, False, tuning.DATA_TILED, "data-tiled faster"),
+    (12.0, False, tuning.RULE, "the rule faster"),
+    (10.1, False, tuning.DATA_TILED, "a tie"),   # data-tiled compiled faster, below
+    (8.0, True, tuning.RULE, "iree-compile rejected data-tiled"),
+])
 def test_the_convolution_strategy_is_chosen_on_evidence_and_a_tie_goes_to_the_faster_compile(
-        monkeypatch, data_tiled_ms):
+        monkeypatch, data_tiled_ms, rejected, chosen, why):
+    """`tools.tune.measure_convolutions`'s decision on given timings (its compiles are the CLI
+    test's): a win by the margin, else the faster compile; a rejected data-tiled compile is
+    the rule's code, whatever it timed."""
     from lowerkit.tools import tune as tune_module
 
-    monkeypatch.setattr(tune_module, "time_interleaved", lambda fns, n: {
-        tuning.RULE: [10.0 + 0.01 * r for r in range(n)],
-        tuning.DATA_TILED: [data_tiled_ms + 0.01 * r for r in range(n)]})
-    torch.manual_seed(0)
-    model, x = DenseNet().eval(), torch.randn(1, 16, 12, 12)
-    key = tune_module.program_of(model, (x,))[1].key
-    m = tune_module.measure_convolutions(model, key, (x,), rounds=5)
-    if data_tiled_ms == 10.1:  # within the margin: the one that compiled faster
-        assert m.choice == min(m.compile_s, key=m.compile_s.get), m.why
-        assert m.why.startswith("a tie"), m.why
-    elif data_tiled_ms < 10:
-        assert (m.choice, m.why.split(" (")[0]) == (tuning.DATA_TILED, "data-tiled faster")
-    else:
-        assert (m.choice, m.why.split(" (")[0]) == (tuning.RULE, "the rule faster")
-    assert m.key == key and m.compiled_as[tuning.DATA_TILED].startswith(tuning.DATA_TILED)
-    assert max(m.error_over_scale.values()) < 1e-5, m.error_over_scale
+    def whole_model(fn, args, kwargs, candidates, target, rounds, dynamic_shapes, what):
+        assert set(candidates) == set(tuning.CONVOLUTION_STRATEGIES)
+        tiled_as = "by the rule: iree-compile rejected data-tiled" if rejected else tuning.DATA_TILED
+        return ({tuning.RULE: [10.0 + 0.01 * r for r in range(rounds)],
+                 tuning.DATA_TILED: [data_tiled_ms + 0.01 * r for r in range(rounds)]},
+                {tuning.RULE: 9.0, tuning.DATA_TILED: 4.0},
+                {tuning.RULE: _Compiled(), tuning.DATA_TILED: _Compiled(tiled_as)},
+                {tuning.RULE: _Compiled(), tuning.DATA_TILED: _Compiled()})
+
+    monkeypatch.setattr(tune_module, "_whole_model", whole_model)
+    m = tune_module.measure_convolutions(None, "convolutions abc", (), rounds=7)
+    assert m.choice == chosen and m.why.startswith(why), m.why
+    assert m.key == "convolutions abc" and set(m.ms) == set(tuning.CONVOLUTION_STRATEGIES)
 
 
 def test_a_measured_convolution_strategy_decides_later_compiles_of_that_program(tmp_path,
@@ -435,23 +445,27 @@ def test_a_measured_convolution_strategy_decides_later_compiles_of_that_program(
     torch.manual_seed(0)
     model, big, small = DenseNet().eval(), torch.randn(1, 16, 64, 64), torch.randn(1, 16, 12, 12)
     db = TuningDatabase(path)
-    db.record(tuning.cpu_key("cpu"), tune_module.program_of(model, (big,))[1].key,
-              tuning.RULE, {})   # lowerkit alone would data-tile it
+    big_key = tune_module.program_of(model, (big,))[1].key
+    db.record(tuning.cpu_key("cpu"), big_key, tuning.RULE, {})  # lowerkit alone: data-tiled
     db.record(tuning.cpu_key("cpu"), tune_module.program_of(model, (small,))[1].key,
-              tuning.DATA_TILED, {})   # and leave this one to the rule
+              tuning.DATA_TILED, {})   # and this one: the rule
     db.save()
-    ruled = lowerkit.compile(model, (big,), cache=False)
-    assert not any(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
-    assert "this program's convolutions rule" in ruled.stage_table().caption
+
+    def import_in_a_compile(net, x):  # what the compile's import decides, without compiling
+        with tuning.applied("cpu") as used:
+            import_program(net, (x,))
+            return tuning.dense_convolutions_whole(), used
+
+    assert import_in_a_compile(model, big) == (False, {big_key: tuning.RULE})
+    assert not import_in_a_compile(DenseNet(depthwise=True).eval(), small)[0]  # not its entry
     tiled = lowerkit.compile(model, (small,), cache=False)
     assert all(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
-    assert f"data-tiled ({tuning.MEASURED}" in tiled.stage_table().caption
+    caption = tiled.stage_table().caption
+    assert f"data-tiled ({tuning.MEASURED}" in caption, caption
+    assert "this program's convolutions data-tiled" in caption, caption
     with torch.inference_mode():
         check = compare(tiled(small), model(small))
     assert check.ok, check.message
-    other = DenseNet(depthwise=True).eval()  # other convolutions: not this entry's
-    lowerkit.compile(other, (small,), cache=False)
-    assert not any(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
 
 
 _DEEP_STACK = """
@@ -459,7 +473,7 @@ import torch, lowerkit
 from lowerkit.runtime.numerics import compare
 from lowerkit.zoo import vision
 torch.manual_seed(0)
-model = vision._randomise_batchnorm(vision.ResNetBottleneck(layers=(1, 1, 1, 1))).eval()
+model = vision._randomise_batchnorm(vision.ResNetBottleneck(layers=(1, 1), widths=(64, 128))).eval()
 x = torch.randn(1, 3, 448, 448)
 art = lowerkit.compile(model, (x,), cache=False, convolutions="data-tiled")
 print("convolutions:", art.compile_stats.get("convolutions"), "rung:", art.compile_rung)
@@ -473,10 +487,11 @@ print("calls ok")
 
 
 def test_data_tiled_code_that_keeps_more_stack_than_irees_defaults_compiles_and_runs():
-    """ResNet-50's residual add, data-tiled at 448x448, keeps 129 KiB on a worker's stack: more
-    than iree-compile's 32 KiB (it was rejected and compiled by the rule) and than the 128 KiB
-    IREE gives its workers (the process died of SIGSEGV). A child process, so that a worker
-    running off its stack fails this test rather than the suite."""
+    """ResNet-50's first residual add, data-tiled at 448x448 (its first two stages are enough),
+    keeps 129 KiB on a worker's stack: more than iree-compile's 32 KiB (it was rejected and
+    compiled by the rule) and than the 128 KiB IREE gives its workers (the process died of
+    SIGSEGV). A child process, so that a worker running off its stack fails this test rather
+    than the suite."""
     import subprocess
     import sys
 
