@@ -88,12 +88,6 @@ def _reseed(model) -> None:
             p.add_(torch.randn_like(p) * 0.01 * (p.abs().mean() + 1e-3))
 
 
-def tuning_rule() -> str:
-    from lowerkit import tuning
-
-    return tuning.RULE
-
-
 def one(name: str, convolutions: str | None = None) -> dict:
     """All the measurements of one model, in this (fresh) process."""
     import_start = time.perf_counter()
@@ -101,6 +95,7 @@ def one(name: str, convolutions: str | None = None) -> dict:
 
     import lowerkit
     from lowerkit import cache as cache_module
+    from lowerkit import tuning
     imports = time.perf_counter() - import_start
     warnings.simplefilter("ignore")
     make = _models()[name]
@@ -127,7 +122,7 @@ def one(name: str, convolutions: str | None = None) -> dict:
     out["parameters"] = len(art.parameters)
     out["dispatches"] = (art.compile_stats or {}).get("dispatches")
     # how its dense 2-D convolutions were compiled (lowerkit's own choice when none was asked)
-    out["convolutions"] = (art.compile_stats or {}).get("convolutions") or tuning_rule()
+    out["convolutions"] = (art.compile_stats or {}).get("convolutions") or tuning.RULE
     warm_model, _ = make()
     _reseed(warm_model)
     timed("warm", warm_model, False)

@@ -1220,7 +1220,7 @@ FAULTS = [
     Fault("data-tiled-flags-on-vulkan", "a forced data-tiled strategy reaches a Vulkan compile, whose convolutions IREE's preprocessing would turn channels-last",
           ["test/python/test_tuning.py::test_data_tiled_convolutions_go_whole_with_irees_flags_and_match_eager"],
           "python/lowerkit/tuning.py",
-          "    if strategy is not None and not cpu_only(target):\n",
+          "    if strategy is not None and not only_cpu:\n",
           "    if False:\n"),
     Fault("data-tiled-left-out-of-fingerprint", "a forced convolution strategy is left out of the tuning digest, so the cache answers the rule's code",
           ["test/python/test_tuning.py::test_the_convolution_strategy_keys_the_cache"],

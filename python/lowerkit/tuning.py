@@ -152,7 +152,7 @@ def cpu_key(target: Any = "cpu") -> str | None:
     return f"iree {version('iree-base-compiler')} {cpu.get('cpu', '?')} {features}"
 
 
-def _program_op(op: str) -> bool:
+def program_op(op: str) -> bool:
     """Whether ``op`` keys one program's convolution strategy (`ConvWork.key`)."""
     return op == CONVOLUTIONS or op.startswith(f"{CONVOLUTIONS} ")
 
@@ -161,13 +161,13 @@ def valid_choice(op: str, choice: Any) -> bool:
     if op == MATMUL_TILE:
         return choice == IREE_DEFAULT or (isinstance(choice, str) and choice.isdigit()
                                           and int(choice) > 0)
-    if _program_op(op):
+    if program_op(op):
         return choice in CONVOLUTION_STRATEGIES
     return choice in CHOICES
 
 
 def _choices_text(op: str) -> str:
-    if _program_op(op):
+    if program_op(op):
         return str(CONVOLUTION_STRATEGIES)
     return f"{IREE_DEFAULT!r} or a byte count" if op == MATMUL_TILE else str(CHOICES)
 
@@ -312,7 +312,8 @@ def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[d
         if _active.forced_tile is None:
             used[MATMUL_TILE] = tile  # a stored choice, reported as the convolutions' are
     strategy = _active.forced_convolutions or choices.get(CONVOLUTIONS)
-    if strategy is not None and not cpu_only(target):
+    only_cpu = cpu_only(target)
+    if strategy is not None and not only_cpu:
         strategy = None  # iree-compile's preprocessing would turn every device's convolutions
         choices = {k: v for k, v in choices.items() if k != CONVOLUTIONS}
     if strategy is not None:
@@ -320,7 +321,7 @@ def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[d
         if _active.forced_convolutions is None and strategy != RULE:
             used[CONVOLUTIONS] = strategy
     why = _active.forced_why if _active.forced_convolutions is not None else None
-    with _set(choices=choices, used=used, cpu_only=cpu_only(target), why_convolutions=why):
+    with _set(choices=choices, used=used, cpu_only=only_cpu, why_convolutions=why):
         yield used
 
 

@@ -42,10 +42,10 @@ def main(args: argparse.Namespace) -> int:
                       dynamic_shapes=case.dynamic_shapes, matmul_tile=not args.no_matmul_tile,
                       convolutions=not args.no_convolutions,
                       progress=lambda text: status.update(f"{case.name}: {text}"))
-    from lowerkit.tuning import CONVOLUTIONS, MATMUL_TILE
+    from lowerkit.tuning import MATMUL_TILE, program_op
 
     found = len(report.measured) + len({k for k in report.known
-                                        if k != MATMUL_TILE and not k.startswith(CONVOLUTIONS)})
+                                        if k != MATMUL_TILE and not program_op(k)})
     console.print(report.table(title=f"{case.name}: {found} convolution shape(s) with a choice, "
                                      f"on {report.cpu}"))
     for m in report.measured:

@@ -278,14 +278,13 @@ class Artifact:
         if stats and stats.get("convolutions"):
             lines.append(f"dense 2-D convolutions: {stats['convolutions']}")
         if self.tuned:
-            from ..tuning import CONVOLUTIONS, MATMUL_TILE
+            from ..tuning import CONVOLUTIONS, MATMUL_TILE, program_op
 
-            convs = {k: v for k, v in self.tuned.items()
-                     if k != MATMUL_TILE and k.split(" ")[0] != CONVOLUTIONS}
+            convs = {k: v for k, v in self.tuned.items() if k != MATMUL_TILE and not program_op(k)}
             parts = [f"{len(convs)} convolution(s), " + ", ".join(
                 f"{n} {c}" for c, n in sorted(Counter(convs.values()).items()))] if convs else []
             parts += [f"this program's convolutions {v}" for k, v in self.tuned.items()
-                      if k.startswith(f"{CONVOLUTIONS} ")]
+                      if program_op(k) and k != CONVOLUTIONS]
             if MATMUL_TILE in self.tuned:
                 parts.append(f"matmul tile {self.tuned[MATMUL_TILE]} bytes")
             lines.append(f"tuned on this CPU (lowerkit tune): {'; '.join(parts)}")

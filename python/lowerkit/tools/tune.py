@@ -341,8 +341,6 @@ def shapes_of(fn: Callable, args: Any = (), kwargs: dict | None = None,
               dynamic_shapes: Any = None) -> list[ConvShape]:
     """The convolutions of ``fn(*args, **kwargs)`` whose form is a choice, as its import sees
     them (the same eligibility: static float32 1-D and 2-D, 2 to 9 taps, ``groups=1``)."""
-    from ..ingress.importer import import_program
-
     return program_of(fn, args, kwargs, dynamic_shapes)[0]
 
 
