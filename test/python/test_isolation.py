@@ -66,3 +66,103 @@ def test_a_crashing_pass_pipeline_is_a_stage_error_and_the_interpreter_lives_on(
     # torch-mlir-opt is a Python wrapper: the tool's SIGFPE comes back as exit status -8 & 255
     assert replay.returncode == 256 - 8, (replay.returncode, replay.stderr[-2000:])
     assert "convert-torch-to-linalg" in replay.stderr and "Stack dump" in replay.stderr
+
+
+# torch-mlir's linalg lowering of a 2-D boolean index allocates without end (6 GB in 30 s);
+# lowerkit's import no longer hands it this op (`decompositions._mask_index`), so it serves
+# here as a pass that never stops growing.
+BOOL_MASK_INDEX = """
+func.func @main(%arg0: !torch.vtensor<[5,7],f32>) -> !torch.vtensor<[?],f32> {
+  %int0 = torch.constant.int 0
+  %0 = torch.aten.gt.Scalar %arg0, %int0 : !torch.vtensor<[5,7],f32>, !torch.int -> !torch.vtensor<[5,7],i1>
+  %1 = torch.prim.ListConstruct %0 : (!torch.vtensor<[5,7],i1>) -> !torch.list<vtensor>
+  %2 = torch.aten.index.Tensor_hacked_twin %arg0, %1 : !torch.vtensor<[5,7],f32>, !torch.list<vtensor> -> !torch.vtensor<[?],f32>
+  return %2 : !torch.vtensor<[?],f32>
+}
+"""
+
+GROWING = textwrap.dedent("""
+    import sys
+    from torch_mlir import ir
+    from torch_mlir.dialects import torch as torch_dialect
+    from lowerkit import PassPipelineStage, StageError
+
+    ctx = ir.Context()
+    torch_dialect.register_dialect(ctx)
+    stage = PassPipelineStage("linalg-on-tensors",
+                              "torch-backend-to-linalg-on-tensors-backend-pipeline")
+    try:
+        stage(ir.Module.parse(sys.argv[1], ctx))
+    except StageError as e:
+        print("ERROR:", str(e).replace("\\n", " | "))
+""")
+
+
+def test_a_stage_that_grows_without_end_stops_at_its_memory_budget(tmp_path):
+    env = {**os.environ, "LOWERKIT_REPRO_DIR": str(tmp_path), "LOWERKIT_STAGE_MEMORY_GIB": "1"}
+    env.pop("LOWERKIT_ISOLATE", None)
+    # 60 s: at the rate seen (about 200 MB/s) an unbudgeted child would take ~12 GB by then;
+    # it dies with this interpreter (PR_SET_PDEATHSIG)
+    proc = subprocess.run([sys.executable, "-c", GROWING, BOOL_MASK_INDEX], capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    error = dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)["ERROR"]
+    assert error.startswith("stage 'linalg-on-tensors' failed"), error
+    assert "past its memory budget of 1.0 GiB" in error, error
+    assert "LOWERKIT_STAGE_MEMORY_GIB" in error
+
+
+STUCK = textwrap.dedent("""
+    import os, sys, time
+    from dataclasses import dataclass
+    from torch_mlir import ir
+    from lowerkit import Build
+    from lowerkit.stages.stage import Stage
+
+    @dataclass(repr=False)
+    class Stuck(Stage):
+        name: str = "stuck"
+        build: Build = Build.TORCH_MLIR
+        isolated: bool = True
+
+        def apply(self, module):
+            open(sys.argv[1], "w").write(str(os.getpid()))
+            time.sleep(600)
+
+    Stuck()(ir.Module.create(ir.Location.unknown(ir.Context())))
+""")
+
+
+def test_an_isolated_stage_dies_with_its_interpreter(tmp_path):
+    """A compile interrupted from outside (a killed job, a timeout) leaves no stage running."""
+    import signal
+    import time
+
+    pid_file = tmp_path / "child.pid"
+    env = {k: v for k, v in os.environ.items() if k != "LOWERKIT_ISOLATE"}
+    proc = subprocess.Popen([sys.executable, "-c", STUCK, str(pid_file)], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not (pid_file.exists() and pid_file.read_text()):
+            assert proc.poll() is None, "the interpreter ended before its stage started"
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        child = int(pid_file.read_text())
+        assert child != proc.pid  # the stage ran in a child of its own
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.monotonic() + 10
+    try:
+        while os.path.exists(f"/proc/{child}") and time.monotonic() < deadline:
+            with open(f"/proc/{child}/stat") as f:
+                if f.read().split(") ")[1].startswith("Z"):  # ended, not yet reaped
+                    break
+            time.sleep(0.1)
+        else:
+            assert not os.path.exists(f"/proc/{child}"), "the stage's child outlived its interpreter"
+    finally:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -695,6 +695,38 @@ def _unsafe_index(x: torch.Tensor, indices: list) -> Any:
     return aten.index.Tensor(x, clamped)
 
 
+def _mask_index(x: torch.Tensor, indices: list) -> Any:
+    """``x[mask]`` (and ``x[:, mask]``): the mask's true positions (``nonzero`` of the mask
+    read flat), gathered along the dims it covers, merged into one. torch-mlir lowers a
+    boolean index itself only for a 1-D mask and then fails to legalize (``arith.cmpi`` of
+    ``i1`` and ``i64``); over a 2-D mask its linalg pipeline allocated without bound (6 GB in
+    30 s for a 5x7 mask). ``nonzero`` and ``index_select`` of a dynamic length it lowers.
+    One boolean (or uint8) index after leading ``None``s only; other indexing is left alone."""
+    lead = 0
+    while lead < len(indices) and indices[lead] is None:
+        lead += 1
+    if lead != len(indices) - 1:
+        return NotImplemented
+    mask = indices[lead]
+    if mask.dtype is not torch.bool and mask.dtype is not torch.uint8:
+        return NotImplemented
+    covered = x.shape[lead:lead + mask.dim()]
+    if mask.dim() == 0 or len(covered) != mask.dim() or list(mask.shape) != list(covered):
+        return NotImplemented  # eager's IndexError stays eager's (the op is left as it is)
+    merged = x.reshape(*x.shape[:lead], -1, *x.shape[lead + mask.dim():]) \
+        if mask.dim() > 1 else x
+    where = torch.nonzero(mask.reshape(-1)).reshape(-1)
+    return torch.index_select(merged, lead, where)
+
+
+def _masked_select(x: torch.Tensor, mask: torch.Tensor) -> Any:
+    """``masked_select``: both broadcast, then read flat as `_mask_index` reads ``x[mask]``
+    (torch-mlir has no lowering of its own)."""
+    x, mask = torch.broadcast_tensors(x, mask)
+    where = torch.nonzero(mask.reshape(-1)).reshape(-1)
+    return torch.index_select(x.reshape(-1), 0, where)
+
+
 def _linear_source(n_in: int, n_out: int, align_corners: bool, scale: Any,
                    dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """For each output position along one dim: the two input positions it reads and the
@@ -1189,6 +1221,8 @@ def table() -> dict[Any, Callable]:
         aten.gelu.default: _gelu,
         aten.isfinite.default: _isfinite,
         aten._unsafe_index.Tensor: _unsafe_index,
+        aten.index.Tensor: _mask_index,
+        aten.masked_select.default: _masked_select,
         aten.threshold_backward.default: _threshold_backward,
         aten.upsample_nearest1d.default: _upsample_nearest,
         aten.upsample_nearest2d.default: _upsample_nearest,
