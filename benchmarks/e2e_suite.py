@@ -75,6 +75,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV_TORCH_MLIR = "LOWERKIT_TORCH_MLIR"
 # set by --capture-scalars for the workers (processes this one starts inherit it)
 ENV_CAPTURE_SCALARS = "LOWERKIT_E2E_CAPTURE_SCALARS"
+# set by --capture-dynamic-shapes: Dynamo's capture_dynamic_output_shape_ops (nonzero, x[mask])
+ENV_CAPTURE_DYNAMIC = "LOWERKIT_E2E_CAPTURE_DYNAMIC_SHAPES"
 
 # Outcomes in report order; the pass rate is pass / (all - eager-fails).
 OUTCOMES = ("pass", "mismatch", "error", "fallback", "no-graph", "timeout", "crash", "eager-fails")
@@ -536,10 +538,12 @@ class Worker:
         compiled_forward = torch.compile(module, backend="lowerkit", options=options)
         actual = []
         capture = os.environ.get(ENV_CAPTURE_SCALARS) == "1"  # --capture-scalars
+        dynamic = os.environ.get(ENV_CAPTURE_DYNAMIC) == "1"  # --capture-dynamic-shapes
         for item in golden:
             fn = compiled_forward if item.symbol == "forward" else torch.compile(
                 _resolve(module, item.symbol), backend="lowerkit", options=options)
-            with torch.no_grad(), torch._dynamo.config.patch(capture_scalar_outputs=capture):
+            with torch.no_grad(), torch._dynamo.config.patch(
+                    capture_scalar_outputs=capture, capture_dynamic_output_shape_ops=dynamic):
                 out = fn(*_clone(item.inputs))
             actual.append(types.SimpleNamespace(symbol=item.symbol, output=_clone(out)))
         breaks = [_first_line(str(k), 200) for k in counters["graph_break"]]
@@ -995,6 +999,8 @@ def run_meta(args, suite: Suite, names: list[str], seconds: float) -> dict:
         "check_export": args.check_export,
         "dynamic": args.dynamic if args.via == "compile" else None,
         "capture_scalar_outputs": bool(args.capture_scalars) if args.via == "backend" else None,
+        "capture_dynamic_output_shape_ops": (bool(args.capture_dynamic_shapes)
+                                             if args.via == "backend" else None),
         "tests_selected": len(names),
         "tests_in_suite": len(suite.tests),
         "suite_modules_not_loaded": suite.unloaded,
@@ -1139,6 +1145,10 @@ def parse_args(argv=None):
     p.add_argument("--capture-scalars", action="store_true",
                    help="--via backend with Dynamo's capture_scalar_outputs: .item() and int(t) "
                         "stay in the graph instead of breaking it")
+    p.add_argument("--capture-dynamic-shapes", action="store_true",
+                   help="--via backend with Dynamo's capture_dynamic_output_shape_ops: ops whose "
+                        "output size is read from data (nonzero, x[mask], bincount) stay in "
+                        "the graph instead of breaking it")
     p.add_argument("--dynamic", choices=("auto", "static"), default="auto",
                    help="--via compile: annotate_args' -1 dims as torch.export.Dim.AUTO (auto, "
                    "the default) or compile for the first call's shapes (static)")
@@ -1188,6 +1198,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.capture_scalars:
         os.environ[ENV_CAPTURE_SCALARS] = "1"
+    if args.capture_dynamic_shapes:
+        os.environ[ENV_CAPTURE_DYNAMIC] = "1"
     if args.worker:
         return worker_main(args)
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp/lowerkit-xdg")
