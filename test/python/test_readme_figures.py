@@ -47,6 +47,7 @@ NOT_MEASURED = {
     "3 s",         # issue 7's compile-time goal
     "5 %",         # lowerkit tune's margin (tools/tune.MARGIN)
     "250 µs",      # the yielding wait's threshold (runtime/yielding_wait.LONG_CALL_S)
+    "2 GiB",       # an isolated stage's least memory budget (stages/isolation.MIN_BUDGET)
 }
 
 
