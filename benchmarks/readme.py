@@ -864,7 +864,7 @@ BLOCKS: dict[str, Block] = {
     "e2e-backend-capture": Block(
         ("e2e-backend-capture.json",),
         (".venv/bin/python benchmarks/e2e_suite.py --torch-mlir TORCH_MLIR_CHECKOUT --via backend"
-         " --capture-scalars --jobs 2 --check-export"
+         " --capture-scalars --capture-dynamic-shapes --jobs 2 --check-export"
          " --json benchmarks/results/e2e-backend-capture.json"
          " --expectations test/e2e/expectations_backend_capture.py",),
         render_e2e),

@@ -20,11 +20,11 @@ import os
 import signal
 from typing import Any
 
-MEMORY_ENV = "LOWERKIT_STAGE_MEMORY_GIB"
-MIN_BUDGET = 2 << 30
-
 from ..diagnostics import Diagnostic, DiagnosticCapture
 from ..ir import to_bytecode
+
+MEMORY_ENV = "LOWERKIT_STAGE_MEMORY_GIB"
+MIN_BUDGET = 2 << 30  # bytes: the least an isolated stage may grow by
 
 
 def enabled() -> bool:
