@@ -727,6 +727,28 @@ def _masked_select(x: torch.Tensor, mask: torch.Tensor) -> Any:
     return torch.index_select(x.reshape(-1), 0, where)
 
 
+def _unique(x: torch.Tensor, sorted: bool = True, return_inverse: bool = False,
+            return_counts: bool = False) -> Any:
+    """``torch.unique`` (``_unique2``; torch-mlir has no definition of it): the elements
+    sorted, each kept where it differs from the one before it (a boolean mask, so the count is
+    read from data at each call, `_mask_index`), its group's number for the inverse, and the
+    distance between group starts for the counts. ``sorted=False`` is left alone: eager's CPU
+    kernel then returns its own order. NaNs differ from each other, so each is its own group,
+    as in eager."""
+    if not sorted or x.numel() == 0:
+        return NotImplemented
+    values, order = torch.sort(x.reshape(-1), stable=True)
+    starts = torch.cat([torch.ones_like(values[:1], dtype=torch.bool), values[1:] != values[:-1]])
+    where = torch.nonzero(starts).reshape(-1)
+    unique = torch.index_select(values, 0, where)
+    group = torch.cumsum(starts.to(torch.int64), 0) - 1
+    inverse = torch.scatter(torch.empty_like(group), 0, order, group).reshape(x.shape) \
+        if return_inverse else x.new_empty((0,), dtype=torch.int64)
+    ends = torch.cat([where[1:], torch.full_like(where[:1], values.shape[0])])
+    counts = ends - where if return_counts else x.new_empty((0,), dtype=torch.int64)
+    return unique, inverse, counts
+
+
 def _linear_source(n_in: int, n_out: int, align_corners: bool, scale: Any,
                    dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """For each output position along one dim: the two input positions it reads and the
@@ -1223,6 +1245,7 @@ def table() -> dict[Any, Callable]:
         aten._unsafe_index.Tensor: _unsafe_index,
         aten.index.Tensor: _mask_index,
         aten.masked_select.default: _masked_select,
+        aten._unique2.default: _unique,
         aten.threshold_backward.default: _threshold_backward,
         aten.upsample_nearest1d.default: _upsample_nearest,
         aten.upsample_nearest2d.default: _upsample_nearest,

@@ -1,11 +1,14 @@
-"""Boolean-mask indexing (``x[mask]``, ``x[:, mask]``, ``masked_select``) through both front
-ends: the output's length is the mask's true count, read from data at each call.
+"""Sizes read from data, through both front ends: boolean-mask indexing (``x[mask]``,
+``x[:, mask]``, ``masked_select``), whose length is the mask's true count, and ``torch.unique``,
+whose length is the number of distinct values, each read at every call.
 
-torch-mlir's own lowering failed on a 1-D mask and allocated without bound on a 2-D one;
-`lowerkit.ingress.decompositions._mask_index` writes them as ``nonzero`` and a gather."""
+torch-mlir's own lowering failed on a 1-D mask and allocated without bound on a 2-D one, and
+has no definition of ``_unique2``; `lowerkit.ingress.decompositions` writes them as ``nonzero``
+and a gather (`_mask_index`, `_masked_select`, `_unique`)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import lowerkit
@@ -58,3 +61,34 @@ def test_a_mask_beside_an_integer_index_keeps_torch_mlirs_path():
     except lowerkit.LowerkitError:
         return  # refused with an error is fine: only a wrong answer is not
     assert torch.equal(art(x, i), index(x, i))
+
+
+def uniques(ints: torch.Tensor, floats: torch.Tensor):
+    values, inverse, counts = torch.unique(ints, return_inverse=True, return_counts=True)
+    return values, inverse, counts, torch.unique(floats)
+
+
+def _unique_inputs(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    floats = torch.randint(0, 3 + 5 * seed, (6,), generator=g).float()
+    floats[[1, 4]] = float("nan")  # each NaN its own value, as in eager
+    return torch.randint(0, 4 + 6 * seed, (4, 5), generator=g), floats
+
+
+@pytest.mark.parametrize("via", ["compile", "backend"])
+def test_unique_with_its_inverse_and_counts(via, monkeypatch):
+    monkeypatch.setenv("LOWERKIT_STAGE_MEMORY_GIB", "2")
+    if via == "compile":
+        fn = lowerkit.compile(uniques, _unique_inputs(0))
+    else:
+        torch._dynamo.reset()
+        lowerkit.backend.reset()
+        fn = torch.compile(uniques, backend="lowerkit", options={"strict": True})
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        for seed in (0, 1):  # another draw: another number of distinct values
+            args = _unique_inputs(seed)
+            got, want = fn(*args), uniques(*args)
+            assert [(t.shape, t.dtype) for t in got] == [(t.shape, t.dtype) for t in want]
+            for g, w in zip(got, want):
+                assert torch.equal(g, w) or (torch.isnan(g).any() and
+                                             torch.equal(g.nan_to_num(-1), w.nan_to_num(-1)))
