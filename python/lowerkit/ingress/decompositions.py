@@ -695,6 +695,11 @@ def _unsafe_index(x: torch.Tensor, indices: list) -> Any:
     return aten.index.Tensor(x, clamped)
 
 
+def _true_positions(mask: torch.Tensor) -> torch.Tensor:
+    """The flat positions where ``mask`` holds: a length read from data at each call."""
+    return torch.nonzero(mask.reshape(-1)).reshape(-1)
+
+
 def _mask_index(x: torch.Tensor, indices: list) -> Any:
     """``x[mask]`` (and ``x[:, mask]``): the mask's true positions (``nonzero`` of the mask
     read flat), gathered along the dims it covers, merged into one. torch-mlir lowers a
@@ -715,7 +720,7 @@ def _mask_index(x: torch.Tensor, indices: list) -> Any:
         return NotImplemented  # eager's IndexError stays eager's (the op is left as it is)
     merged = x.reshape(*x.shape[:lead], -1, *x.shape[lead + mask.dim():]) \
         if mask.dim() > 1 else x
-    where = torch.nonzero(mask.reshape(-1)).reshape(-1)
+    where = _true_positions(mask)
     return torch.index_select(merged, lead, where)
 
 
@@ -723,7 +728,7 @@ def _masked_select(x: torch.Tensor, mask: torch.Tensor) -> Any:
     """``masked_select``: both broadcast, then read flat as `_mask_index` reads ``x[mask]``
     (torch-mlir has no lowering of its own)."""
     x, mask = torch.broadcast_tensors(x, mask)
-    where = torch.nonzero(mask.reshape(-1)).reshape(-1)
+    where = _true_positions(mask)
     return torch.index_select(x.reshape(-1), 0, where)
 
 
@@ -739,7 +744,7 @@ def _unique(x: torch.Tensor, sorted: bool = True, return_inverse: bool = False,
         return NotImplemented
     values, order = torch.sort(x.reshape(-1), stable=True)
     starts = torch.cat([torch.ones_like(values[:1], dtype=torch.bool), values[1:] != values[:-1]])
-    where = torch.nonzero(starts).reshape(-1)
+    where = _true_positions(starts)
     unique = torch.index_select(values, 0, where)
     group = torch.cumsum(starts.to(torch.int64), 0) - 1
     inverse = torch.scatter(torch.empty_like(group), 0, order, group).reshape(x.shape) \

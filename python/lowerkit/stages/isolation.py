@@ -48,7 +48,7 @@ class ChildCrashed(Exception):
         self.how = how
 
 
-def _meminfo_bytes(field: str, path: str = "/proc/meminfo") -> int | None:
+def proc_field_bytes(field: str, path: str = "/proc/meminfo") -> int | None:
     """A ``kB`` field of ``/proc/meminfo`` or ``/proc/self/status``, in bytes (None off Linux)."""
     try:
         with open(path) as f:
@@ -69,7 +69,7 @@ def memory_budget() -> int | None:
         except ValueError:
             raise ValueError(f"{MEMORY_ENV}={asked!r}: a number of GiB (0: no limit)") from None
         return int(gib * (1 << 30)) if gib > 0 else None
-    available = _meminfo_bytes("MemAvailable")
+    available = proc_field_bytes("MemAvailable")
     return None if available is None else max(MIN_BUDGET, available // 2)
 
 
@@ -85,7 +85,7 @@ def _confine(budget: int | None) -> None:
         return
     import resource
 
-    size = _meminfo_bytes("VmSize", "/proc/self/status")
+    size = proc_field_bytes("VmSize", "/proc/self/status")
     if size is None:
         return
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -142,7 +142,7 @@ def run_isolated(stage: Any, module: Any) -> Any:
     """``stage.apply(module)`` in a forked child; returns the resulting module (parsed into
     ``module``'s context), or raises ChildFailed / ChildCrashed."""
     budget = memory_budget()
-    resident = _meminfo_bytes("VmRSS", "/proc/self/status") or 0
+    resident = proc_field_bytes("VmRSS", "/proc/self/status") or 0
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child

@@ -34,6 +34,7 @@ from typing import Any, Callable
 import torch
 
 from .. import api
+from ..stages.isolation import proc_field_bytes
 from ..target import CPU_SPEED_FLAGS
 from ..zoo import models
 
@@ -188,14 +189,8 @@ class BenchResult:
 
 # -- memory ------------------------------------------------------------------------------------
 def _status_kb(field_name: str) -> int | None:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field_name + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
+    value = proc_field_bytes(field_name, "/proc/self/status")
+    return None if value is None else value // 1024
 
 
 class _PeakMemory:
