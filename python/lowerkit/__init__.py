@@ -25,7 +25,7 @@ _EXPORTS = {
     "CompileCache": "cache",
     "Build": "ir", "op_histogram": "ir",
     "Diagnostic": "diagnostics",
-    "DeviceLostError": "errors", "IngressError": "errors", "InputError": "errors",
+    "CheckError": "errors", "DeviceLostError": "errors", "IngressError": "errors", "InputError": "errors",
     "LowerkitError": "errors",
     "OpDiagnostic": "errors", "PipelineError": "errors", "RegistryError": "errors",
     "StageError": "errors", "TargetError": "errors", "UnsupportedError": "errors",
@@ -85,7 +85,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .cache import CompileCache
     from .diagnostics import Diagnostic
     from .dialects.irdl import IRDLDialect, load_dialect
-    from .errors import (DeviceLostError, IngressError, InputError, LowerkitError,
+    from .errors import (CheckError, DeviceLostError, IngressError, InputError, LowerkitError,
                          OpDiagnostic, PipelineError, RegistryError, StageError, TargetError,
                          UnsupportedError, VerificationError)
     from .ingress.importer import ImportedProgram, import_program

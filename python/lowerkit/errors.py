@@ -71,6 +71,11 @@ class InputError(LowerkitError, TypeError):
     """The arguments given to a compiled program do not match its signature."""
 
 
+class CheckError(LowerkitError, RuntimeError):
+    """A compiled program's run-time check failed (`lowerkit.ingress.checks`): a call eager
+    refuses too, e.g. values of another length than a boolean mask's true positions."""
+
+
 class TargetError(LowerkitError, ValueError):
     """An unknown or unusable target, or a runtime driver that is not available."""
 

@@ -20,6 +20,11 @@ from typing import Any
 # of the crossing may read it.
 WEIGHT_ATTRIBUTE = "lowerkit.parameter"
 
+# The start of the message of each run-time check lowerkit keeps (`lowerkit.ingress.checks`):
+# the compile keeps a program's assertions when its module holds one
+# (`lowerkit.iree.compiler.check_flags`), and the runtime tells that failure from IREE's own.
+CHECK_MARK = "lowerkit check: "
+
 
 class Build(enum.Enum):
     """Which MLIR build a stage runs in."""

@@ -1,10 +1,13 @@
 """Sizes read from data, through both front ends: boolean-mask indexing (``x[mask]``,
 ``x[:, mask]``, ``masked_select``), whose length is the mask's true count, and ``torch.unique``,
-whose length is the number of distinct values, each read at every call.
+whose length is the number of distinct values, each read at every call; and ``x[mask] = values``,
+where ``values`` has a row per true position.
 
 torch-mlir's own lowering failed on a 1-D mask and allocated without bound on a 2-D one, and
 has no definition of ``_unique2``; `lowerkit.ingress.decompositions` writes them as ``nonzero``
-and a gather (`_mask_index`, `_masked_select`, `_unique`)."""
+and a gather (`_mask_index`, `_masked_select`, `_unique`). It wrote ``x[mask] = values`` as a
+scatter at ``nonzero``'s positions, which iree-compile refused; lowerkit writes a gather by each
+position's rank (`_mask_put`), with eager's check of the count kept at run time."""
 
 from __future__ import annotations
 
@@ -92,3 +95,59 @@ def test_unique_with_its_inverse_and_counts(via, monkeypatch):
             for g, w in zip(got, want):
                 assert torch.equal(g, w) or (torch.isnan(g).any() and
                                              torch.equal(g.nan_to_num(-1), w.nan_to_num(-1)))
+
+
+def puts(x: torch.Tensor, cube: torch.Tensor, rows: torch.Tensor, cells: torch.Tensor):
+    rowmask = x[:, 0] > 0
+    a = x.clone()
+    a[rowmask] = rows                   # a row of values per true position
+    b = x.clone()
+    b[x > 0] = x[x > 0] * 10            # values read through the same mask
+    c = cube.clone()
+    c[cube > 0.5] = cells               # a mask over every dim of a 3-D tensor
+    d = torch.ops.aten.index_put(x, (rowmask,), rows, accumulate=True)
+    e = x.clone()
+    e[rowmask] = rows[:1]               # one row, broadcast to every true position
+    f = x.clone()
+    f[:, x[0] > 0] = 0.5                # a scalar, after a slice
+    return a, b, c, d, e, f
+
+
+def _put_inputs(seed: int, extra_rows: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    x, cube = torch.randn(9, 7, generator=g), torch.rand(4, 5, 6, generator=g)
+    rows = torch.randn(int((x[:, 0] > 0).sum()) + extra_rows, 7, generator=g)
+    return x, cube, rows, torch.randn(int((cube > 0.5).sum()), generator=g)
+
+
+def _put_function(via: str):
+    if via == "compile":
+        count, cells = torch.export.Dim("count", min=2), torch.export.Dim("cells", min=2)
+        return lowerkit.compile(puts, _put_inputs(0),
+                                dynamic_shapes=(None, None, {0: count}, {0: cells}))
+    torch._dynamo.reset()
+    lowerkit.backend.reset()
+    return torch.compile(puts, backend="lowerkit", options={"strict": True})
+
+
+@pytest.mark.parametrize("via", ["compile", "backend"])
+def test_assigning_values_through_a_boolean_mask(via, monkeypatch):
+    monkeypatch.setenv("LOWERKIT_STAGE_MEMORY_GIB", "2")
+    fn = _put_function(via)
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        counts = set()
+        for seed in (0, 1, 2):  # other draws: other true counts, other lengths of values
+            args = _put_inputs(seed)
+            counts.add((args[2].shape[0], args[3].shape[0]))
+            got, want = fn(*args), puts(*args)
+            for g, w in zip(got, want):
+                assert torch.equal(g, w)  # a gather and a select: exact
+        assert len(counts) == 3
+        # values of another count than the mask's: eager refuses, and so does lowerkit
+        bad = _put_inputs(0, extra_rows=1)
+        with pytest.raises(RuntimeError, match="shape mismatch"):
+            puts(*bad)
+        with pytest.raises(lowerkit.CheckError, match="test_sizes_from_data.py:"):
+            fn(*bad)
+    if via == "backend":
+        assert {g.ran for g in lowerkit.backend.graphs()} == {"lowerkit"}

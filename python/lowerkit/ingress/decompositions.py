@@ -65,6 +65,7 @@ import threading
 from typing import Any, Callable
 
 import torch
+from torch.fx.experimental.symbolic_shapes import guard_or_false
 
 from .. import tuning
 from ..passes.attention import MAX_KEY_TILE, largest_divisor
@@ -700,28 +701,71 @@ def _true_positions(mask: torch.Tensor) -> torch.Tensor:
     return torch.nonzero(mask.reshape(-1)).reshape(-1)
 
 
+def _one_mask(x: torch.Tensor, indices: list) -> "tuple[int, torch.Tensor] | None":
+    """For indices that are one boolean (or uint8) mask after leading ``None``s, covering
+    dims of ``x`` of its own shape: the first dim it covers and the mask; else None (other
+    indexing, and eager's IndexError, are left as they are)."""
+    lead = 0
+    while lead < len(indices) and indices[lead] is None:
+        lead += 1
+    if lead != len(indices) - 1:
+        return None
+    mask = indices[lead]
+    if mask.dtype is not torch.bool and mask.dtype is not torch.uint8:
+        return None
+    covered = x.shape[lead:lead + mask.dim()]
+    if mask.dim() == 0 or len(covered) != mask.dim() or list(mask.shape) != list(covered):
+        return None
+    return lead, mask
+
+
 def _mask_index(x: torch.Tensor, indices: list) -> Any:
     """``x[mask]`` (and ``x[:, mask]``): the mask's true positions (``nonzero`` of the mask
     read flat), gathered along the dims it covers, merged into one. torch-mlir lowers a
     boolean index itself only for a 1-D mask and then fails to legalize (``arith.cmpi`` of
     ``i1`` and ``i64``); over a 2-D mask its linalg pipeline allocated without bound (6 GB in
-    30 s for a 5x7 mask). ``nonzero`` and ``index_select`` of a dynamic length it lowers.
-    One boolean (or uint8) index after leading ``None``s only; other indexing is left alone."""
-    lead = 0
-    while lead < len(indices) and indices[lead] is None:
-        lead += 1
-    if lead != len(indices) - 1:
+    30 s for a 5x7 mask). ``nonzero`` and ``index_select`` of a dynamic length it lowers."""
+    found = _one_mask(x, indices)
+    if found is None:
         return NotImplemented
-    mask = indices[lead]
-    if mask.dtype is not torch.bool and mask.dtype is not torch.uint8:
-        return NotImplemented
-    covered = x.shape[lead:lead + mask.dim()]
-    if mask.dim() == 0 or len(covered) != mask.dim() or list(mask.shape) != list(covered):
-        return NotImplemented  # eager's IndexError stays eager's (the op is left as it is)
+    lead, mask = found
     merged = x.reshape(*x.shape[:lead], -1, *x.shape[lead + mask.dim():]) \
         if mask.dim() > 1 else x
     where = _true_positions(mask)
     return torch.index_select(merged, lead, where)
+
+
+def _mask_put(x: torch.Tensor, indices: list, values: torch.Tensor,
+              accumulate: bool = False) -> Any:
+    """``x[mask] = values`` (``index_put``, also accumulating) as a gather, not a scatter:
+    the element at each true position reads the row of ``values`` numbered by its rank among
+    the true positions (a running count of the mask), and ``where`` keeps ``x`` elsewhere.
+    torch-mlir writes it as a scatter at ``nonzero``'s positions, whose length is read from
+    data, and iree-compile refuses that scatter (``mismatch in shape of indices and update
+    value``). A ``values`` of one row broadcasts, as in eager; eager's error for any other
+    count than the mask's is kept as a run-time check."""
+    found = _one_mask(x, indices)
+    if found is None or values.dim() > x.dim() - found[1].dim() + 1:
+        return NotImplemented
+    lead, mask = found
+    post = x.shape[lead + mask.dim():]
+    merged = x.reshape(*x.shape[:lead], -1, *post)
+    flat = mask.reshape(-1).to(torch.bool)
+    v = values.reshape(*(1,) * (merged.dim() - values.dim()), *values.shape).to(x.dtype)
+    rows = v.shape[lead]
+    if not guard_or_false(rows == 1):
+        count = flat.sum()
+        torch._assert_async((count - rows) * (rows - 1) == 0,  # a count of rows, or one row
+                            "shape mismatch: index_put of a boolean mask with values of "
+                            "another count of rows than the mask's true positions")
+        rank = torch.cumsum(flat.to(torch.int64), 0) - 1
+        # a row past the end, so that an empty ``values`` (no true position) reads in bounds
+        pad = v.new_zeros(*v.shape[:lead], 1, *v.shape[lead + 1:])
+        rank = rank.clamp(max=rows - 1).clamp(min=0)
+        v = torch.index_select(torch.cat([v, pad], lead), lead, rank)
+    keep = flat.reshape(*(1,) * lead, -1, *(1,) * len(post))
+    out = merged + torch.where(keep, v, 0) if accumulate else torch.where(keep, v, merged)
+    return out.reshape(x.shape)
 
 
 def _masked_select(x: torch.Tensor, mask: torch.Tensor) -> Any:
@@ -1249,6 +1293,7 @@ def table() -> dict[Any, Callable]:
         aten.isfinite.default: _isfinite,
         aten._unsafe_index.Tensor: _unsafe_index,
         aten.index.Tensor: _mask_index,
+        aten.index_put.default: _mask_put,
         aten.masked_select.default: _masked_select,
         aten._unique2.default: _unique,
         aten.threshold_backward.default: _threshold_backward,

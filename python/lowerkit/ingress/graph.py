@@ -23,7 +23,7 @@ import torch.utils._pytree as pytree
 
 from ..errors import IngressError
 from ..ir import WEIGHT_ATTRIBUTE
-from . import symbolic_scalars
+from . import checks, symbolic_scalars
 from .importer import ImportedProgram
 from .locations import name_node_locations
 from .signature import (CallSignature, Constant, ItemSpec, Leaf, ScalarSpec, SizeSpec,
@@ -122,6 +122,7 @@ def _canonicalize(graph: torch.fx.Graph) -> None:
             elif any(kept):
                 node.args = (src, [-1 if k else s for k, s in zip(kept, sizes)])
     symbolic_scalars.rewrite(graph)
+    checks.keep(graph)
     graph.eliminate_dead_code()  # the sym_size nodes only the expands used
 
 

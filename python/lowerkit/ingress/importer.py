@@ -21,7 +21,7 @@ from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
 from .. import tuning
 from ..errors import IngressError
-from . import containers, decompositions, symbolic_scalars
+from . import checks, containers, decompositions, symbolic_scalars
 from .constant_lists import read_list_constants
 from .locations import name_node_locations
 from .signature import CallSignature, Constant, Leaf, TensorSpec, static_size
@@ -143,6 +143,7 @@ def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedP
             tuning.choose_convolutions(decompositions.conv_work(exported.graph))
             decomposed = exported.run_decompositions(decomposition_table())
         symbolic_scalars.rewrite(decomposed.graph)
+        checks.keep(decomposed.graph)
         return decomposed
     except Exception as e:
         raise IngressError(f"stage 'torch-decompose' failed: {type(e).__name__}: {e}") from e

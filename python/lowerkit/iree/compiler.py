@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..diagnostics import Diagnostic, source_location
 from ..errors import StageError, UnsupportedError
-from ..ir import to_bytecode
+from ..ir import CHECK_MARK, to_bytecode
 from ..reproducer import save_reproducer, tool
 from ..target import CPU_OP_CONFIG_FLAGS, CPU_SPEED_FLAGS, Target
 
@@ -279,6 +279,12 @@ def op_config_flags(bytecode: bytes, target: Target) -> tuple[str, ...]:
     return ()
 
 
+def check_flags(bytecode: bytes) -> tuple[str, ...]:
+    """Keep a program's assertions (IREE strips them past ``-O0``) when it holds a run-time
+    check of lowerkit's (`lowerkit.ingress.checks`)."""
+    return ("--iree-opt-strip-assertions=false",) if CHECK_MARK.encode() in bytecode else ()
+
+
 def without_op_configs(bytecode: bytes) -> bytes | None:
     """``bytecode`` without the ``compilation_info`` that lowerkit's stages put on ops (the
     CPU attention's tile sizes, `passes/attention.py`), or None when it has none: the compile
@@ -363,7 +369,7 @@ def _compile_once(bytecode: bytes, target: Target, extra_flags: list[str] | tupl
             keep_phases = True
         execs = Path(executables_dir) if executables_dir is not None else Path(tmp) / "executables"
         flags = [*common_flags(target), *(f for f in target.compile_flags() if f not in dropped),
-                 *op_config_flags(bytecode, target), *extra_flags]
+                 *op_config_flags(bytecode, target), *check_flags(bytecode), *extra_flags]
         replay_flags = list(flags)
         if keep_phases or phases:
             flags.append(f"--dump-compilation-phases-to={phases_dir}")

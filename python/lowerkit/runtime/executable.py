@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import DeviceLostError, LowerkitError, TargetError
+from ..errors import CheckError, DeviceLostError, LowerkitError, TargetError
+from ..ir import CHECK_MARK
 from .worker_stack import ensure_worker_stacks
 from .yielding_wait import YieldingWait
 
@@ -157,6 +158,7 @@ class Executable:
         try:
             return self._invoke(tensors, n_results)
         except Exception as e:
+            _raise_failed_check(e)
             if not device_lost(e):
                 raise
             self.forget_lost_device()
@@ -479,6 +481,18 @@ def open_device(driver: str) -> Any:
                     f"could not open a device for IREE driver '{driver}'{hint}: {e}") from e
             _DEVICES[driver] = device
         return device
+
+
+def _raise_failed_check(error: BaseException) -> None:
+    """A failed run-time check of lowerkit's (IREE's FAILED_PRECONDITION with its message,
+    `lowerkit.ingress.checks`) as `CheckError`, with the check's own words; else nothing."""
+    text = str(error)
+    at = text.find(CHECK_MARK)
+    if at < 0:
+        return
+    message = text[at + len(CHECK_MARK):].split(";", 1)[0].strip()
+    raise CheckError(f"run-time check failed: {message}; eager PyTorch refuses such a call "
+                     f"too") from error
 
 
 def device_lost(error: BaseException | None) -> bool:
