@@ -1381,6 +1381,16 @@ FAULTS = [
           "python/lowerkit/runtime/executable.py",
           "            _raise_failed_check(e)\n",
           ""),
+    Fault("mask-beside-integers-left-to-torch-mlir", "x[rows, mask] = values goes to torch-mlir's scatter at nonzero's positions, which iree-compile refuses",
+          ["test/python/test_sizes_from_data.py::test_assigning_through_a_mask_beside_an_integer_index"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    if any(i is None for i in indices):\n        return None\n    masks =",
+          "    if True:\n        return None\n    masks ="),
+    Fault("mask-beside-integers-one-true-unbroadcast", "a single true position beside an integer index is not broadcast to the index's length",
+          ["test/python/test_sizes_from_data.py::test_assigning_through_a_mask_beside_an_integer_index"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    wanted = torch.minimum(torch.arange(n, device=mask.device), count - 1)\n",
+          "    wanted = torch.arange(n, device=mask.device)\n"),
 ]
 
 

@@ -151,3 +151,34 @@ def test_assigning_values_through_a_boolean_mask(via, monkeypatch):
             fn(*bad)
     if via == "backend":
         assert {g.ran for g in lowerkit.backend.graphs()} == {"lowerkit"}
+
+
+def put_beside_rows(x: torch.Tensor, rows: torch.Tensor, mask: torch.Tensor,
+                    values: torch.Tensor):
+    return (torch.ops.aten.index_put(x, (rows, mask), values),  # x[rows, mask] = values
+            torch.ops.aten.index_put(x, (rows, mask), values, accumulate=True))
+
+
+@pytest.mark.parametrize("via", ["compile", "backend"])
+def test_assigning_through_a_mask_beside_an_integer_index(via, monkeypatch):
+    monkeypatch.setenv("LOWERKIT_STAGE_MEMORY_GIB", "2")
+    g = torch.Generator().manual_seed(0)
+    x, values = torch.randn(5, 6, generator=g), torch.randn(3, generator=g)
+    calls = [(torch.tensor([0, 2, 4]), torch.tensor([1, 0, 1, 1, 0, 0], dtype=torch.bool)),
+             (torch.tensor([4, 1, 3]), torch.tensor([0, 1, 0, 0, 1, 1], dtype=torch.bool)),
+             (torch.tensor([3, 0, 2]), torch.tensor([0, 0, 0, 1, 0, 0], dtype=torch.bool))]
+    if via == "compile":
+        fn = lowerkit.compile(put_beside_rows, (x, *calls[0], values))
+    else:
+        torch._dynamo.reset()
+        lowerkit.backend.reset()
+        fn = torch.compile(put_beside_rows, backend="lowerkit", options={"strict": True})
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        for rows, mask in calls:  # three true positions, then other ones, then one (broadcast)
+            for g_, w in zip(fn(x, rows, mask, values), put_beside_rows(x, rows, mask, values)):
+                assert torch.equal(g_, w)
+        two = torch.tensor([1, 1, 0, 0, 0, 0], dtype=torch.bool)
+        with pytest.raises(IndexError, match="shape mismatch"):
+            put_beside_rows(x, calls[0][0], two, values)
+        with pytest.raises(lowerkit.CheckError, match="could not be broadcast"):
+            fn(x, calls[0][0], two, values)

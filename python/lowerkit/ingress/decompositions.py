@@ -719,6 +719,37 @@ def _one_mask(x: torch.Tensor, indices: list) -> "tuple[int, torch.Tensor] | Non
     return lead, mask
 
 
+def _mask_beside_integers(indices: list) -> "list | None":
+    """For ``index_put``: indices of tensors only, one of them a 1-D boolean mask and the others
+    integer indices of one dim that broadcast to a length ``n`` of at least 2
+    (``x[rows, mask] = values``; reading that form, torch.export and Dynamo fail first), with the
+    mask's true positions as an integer index of that static length: the ``j``-th true position
+    is the number of positions whose running count of the mask is at most ``j``. Eager
+    broadcasts the mask's ``nonzero`` with the others, so the true count must be ``n`` (or 1,
+    which broadcasts), and that is checked at run time. None for other indexing: torch-mlir's
+    own lowering of a mixed index scatters at ``nonzero``'s positions, whose length is read
+    from data, and iree-compile refuses that scatter."""
+    if any(i is None for i in indices):
+        return None
+    masks = [k for k, i in enumerate(indices) if i.dtype in (torch.bool, torch.uint8)]
+    others = [i for i in indices if i.dtype not in (torch.bool, torch.uint8)]
+    if len(masks) != 1 or not others or indices[masks[0]].dim() != 1 \
+            or any(i.dim() != 1 or i.is_floating_point() for i in others):
+        return None
+    n = torch.broadcast_shapes(*(i.shape for i in others))[0]
+    if guard_or_false(n < 2):
+        return None  # a length-1 index broadcasts to the true count, read from data
+    mask = indices[masks[0]].to(torch.bool)
+    count = mask.sum()
+    torch._assert_async((count - n) * (count - 1) == 0,
+                        "shape mismatch: indexing tensors could not be broadcast together "
+                        "(a boolean mask's true count against the other indices' length)")
+    running = torch.cumsum(mask.to(torch.int64), 0)
+    wanted = torch.minimum(torch.arange(n, device=mask.device), count - 1)
+    positions = (running.unsqueeze(0) <= wanted.unsqueeze(1)).sum(1)
+    return [positions if k == masks[0] else i for k, i in enumerate(indices)]
+
+
 def _mask_index(x: torch.Tensor, indices: list) -> Any:
     """``x[mask]`` (and ``x[:, mask]``): the mask's true positions (``nonzero`` of the mask
     read flat), gathered along the dims it covers, merged into one. torch-mlir lowers a
@@ -743,9 +774,14 @@ def _mask_put(x: torch.Tensor, indices: list, values: torch.Tensor,
     torch-mlir writes it as a scatter at ``nonzero``'s positions, whose length is read from
     data, and iree-compile refuses that scatter (``mismatch in shape of indices and update
     value``). A ``values`` of one row broadcasts, as in eager; eager's error for any other
-    count than the mask's is kept as a run-time check."""
+    count than the mask's is kept as a run-time check. A mask beside integer indices
+    (``x[rows, mask] = values``) becomes an integer index, `_mask_beside_integers`."""
     found = _one_mask(x, indices)
-    if found is None or values.dim() > x.dim() - found[1].dim() + 1:
+    if found is None:
+        mixed = _mask_beside_integers(indices)
+        return NotImplemented if mixed is None else aten.index_put.default(x, mixed, values,
+                                                                           accumulate)
+    if values.dim() > x.dim() - found[1].dim() + 1:
         return NotImplemented
     lead, mask = found
     post = x.shape[lead + mask.dim():]
