@@ -1391,6 +1391,11 @@ FAULTS = [
           "python/lowerkit/ingress/decompositions.py",
           "    wanted = torch.minimum(torch.arange(n, device=mask.device), count - 1)\n",
           "    wanted = torch.arange(n, device=mask.device)\n"),
+    Fault("conv-key-sorts-mixed-sizes", "the convolution strategy's key sorts size names beside ints (a conv net over dynamic sizes fails to import)",
+          ["test/python/test_tuning.py::test_a_convolution_net_over_dynamic_sizes_compiles_and_matches_eager"],
+          "python/lowerkit/tuning.py",
+          "            ordered = sorted(set(self.shapes), key=repr)\n",
+          "            ordered = sorted(set(self.shapes))\n"),
 ]
 
 

@@ -97,7 +97,11 @@ class ConvWork:
     def key(self) -> str:
         """The tuning database's op key for this set of convolutions: a program with the same
         convolution shapes (the same architecture at the same input size) shares a choice."""
-        text = repr(sorted(set(self.shapes)))
+        try:
+            ordered = sorted(set(self.shapes))
+        except TypeError:  # a size's name (over dynamic sizes) where another has an int
+            ordered = sorted(set(self.shapes), key=repr)
+        text = repr(ordered)
         return f"{CONVOLUTIONS} {hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 

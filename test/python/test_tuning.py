@@ -511,3 +511,28 @@ def test_the_convolution_strategy_keys_the_cache(tmp_path, monkeypatch):
     with tuning.forced_convolutions(tuning.DATA_TILED):
         lowerkit.compile(model, (x,))
     assert len(seen) == 2 and tuning.DATA_TILED_FLAGS[1] in seen[-1], seen
+
+
+class _SqueezeNet(torch.nn.Module):
+    """Convolutions over dynamic sizes beside one over a static 1x1 map (after a global pool):
+    the shapes that key the convolution strategy mix size names and ints."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.body = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.squeeze = torch.nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.body(torch.relu(self.stem(x))))
+        return y * torch.sigmoid(self.squeeze(y.mean((2, 3), keepdim=True))).mean(1, True)
+
+
+def test_a_convolution_net_over_dynamic_sizes_compiles_and_matches_eager():
+    torch.manual_seed(0)
+    model, auto = _SqueezeNet().eval(), torch.export.Dim.AUTO
+    art = lowerkit.compile(model, (torch.randn(2, 3, 20, 24),),
+                           dynamic_shapes=({0: auto, 2: auto, 3: auto},))
+    for shape in ((2, 3, 20, 24), (3, 3, 17, 9)):
+        x = torch.randn(*shape)
+        assert compare(art(x), model(x)).ok
