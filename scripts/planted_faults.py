@@ -1275,7 +1275,7 @@ FAULTS = [
     Fault("tuned-convolutions-key-ignores-shapes", "every program's convolutions share one tuning key, so one model's measured strategy applies to another",
           ["test/python/test_tuning.py::test_a_measured_convolution_strategy_decides_later_compiles_of_that_program"],
           "python/lowerkit/tuning.py",
-          "        text = repr(sorted(set(self.shapes)))\n",
+          "        text = repr(ordered)\n",
           '        text = ""\n'),
     Fault("tuned-convolutions-tie-ignores-evidence", "the tuner's convolution strategy ignores the timings and always stores the rule",
           ["test/python/test_tuning.py::test_the_convolution_strategy_is_chosen_on_evidence_and_a_tie_goes_to_the_faster_compile"],
