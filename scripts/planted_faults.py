@@ -1396,6 +1396,16 @@ FAULTS = [
           "python/lowerkit/tuning.py",
           "            ordered = sorted(set(self.shapes), key=repr)\n",
           "            ordered = sorted(set(self.shapes))\n"),
+    Fault("view-other-width-left-to-torch-mlir", "x.view(dtype) across widths goes to torch-mlir, which has no lowering of it",
+          ["test/python/test_decompositions.py::test_a_view_to_a_dtype_of_another_width_keeps_every_bit"],
+          "python/lowerkit/ingress/decompositions.py",
+          "        aten.view.dtype: _view_other_width,\n",
+          ""),
+    Fault("view-other-width-big-endian", "x.view(dtype) across widths takes the pieces high one first",
+          ["test/python/test_decompositions.py::test_a_view_to_a_dtype_of_another_width_keeps_every_bit"],
+          "python/lowerkit/ingress/decompositions.py",
+          "        shifts = torch.arange(ratio, dtype=whole.dtype, device=x.device) * bits\n",
+          "        shifts = torch.arange(ratio - 1, -1, -1, dtype=whole.dtype, device=x.device) * bits\n"),
 ]
 
 

@@ -316,3 +316,29 @@ def test_a_long_softmax_row_is_padded_to_a_vector_multiple():
         y = torch.randn(*shape)
         text = str(lowerkit.import_program(lambda y: torch.softmax(y, dim), (y,)).module)
         assert "0xFFF0000000000000" not in text, (shape, text[:2000])  # no -inf padding
+
+
+def bit_views_of_other_widths(a, b, c):
+    return (a.view(torch.int8), a.view(torch.float16), a.view(torch.int64),
+            b.view(torch.float32), b.view(torch.int32), c.view(torch.bfloat16))
+
+
+@pytest.mark.parametrize("via", ["compile", "backend"])
+def test_a_view_to_a_dtype_of_another_width_keeps_every_bit(via):
+    """``x.view(dtype)`` across widths (the last dim grows or shrinks) as shifts of the
+    little-endian pieces; torch-mlir has no lowering of it. Compared bit for bit, NaN, -0.0
+    and infinities included."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(6, 4, generator=g) * 1e3
+    a[0, 0], a[1, 1], a[2, 2] = float("-inf"), -0.0, float("nan")
+    b = torch.randint(-128, 128, (3, 8), generator=g, dtype=torch.int8)
+    args = (a, b, torch.randn(2, 4, generator=g))
+    if via == "compile":
+        fn = lowerkit.compile(bit_views_of_other_widths, args)
+    else:
+        torch._dynamo.reset()
+        fn = torch.compile(bit_views_of_other_widths, backend="lowerkit",
+                           options={"strict": True})
+    for got, want in zip(fn(*args), bit_views_of_other_widths(*args)):
+        assert (got.dtype, got.shape) == (want.dtype, want.shape)
+        assert torch.equal(got.view(torch.uint8), want.view(torch.uint8))

@@ -834,6 +834,37 @@ def _unique(x: torch.Tensor, sorted: bool = True, return_inverse: bool = False,
     return unique, inverse, counts
 
 
+_BITS_AS_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _view_other_width(x: torch.Tensor, dtype: torch.dtype) -> Any:
+    """``x.view(dtype)`` to a dtype of another width, whose last dim then shrinks or grows by
+    the ratio of the widths, as integer shifts and masks on the little-endian bytes, between
+    views of one width (which `lower-bit-views` makes a ``tensor.bitcast``). torch-mlir
+    20261001 has no lowering of ``aten.view.dtype`` and failed in ``linalg-on-tensors``
+    (torch-mlir's e2e ``ViewDtypeStaticModule``). Bool and complex are left alone."""
+    wide, narrow = x.dtype.itemsize, dtype.itemsize
+    if wide == narrow or x.dim() == 0 or x.dtype in (torch.bool, dtype) or dtype is torch.bool \
+            or x.dtype.is_complex or dtype.is_complex or max(wide, narrow) not in _BITS_AS_INT:
+        return NotImplemented
+    small = min(wide, narrow)
+    ratio, bits = max(wide, narrow) // small, 8 * small
+    mask = (1 << bits) - 1
+    if wide > narrow:  # each element into ``ratio`` pieces, the low one first
+        whole = x.view(_BITS_AS_INT[wide])
+        shifts = torch.arange(ratio, dtype=whole.dtype, device=x.device) * bits
+        pieces = (whole.unsqueeze(-1) >> shifts) & mask
+        out = pieces.to(_BITS_AS_INT[narrow]).reshape(*x.shape[:-1], x.shape[-1] * ratio)
+    else:  # ``ratio`` pieces into each element
+        if guard_or_false(x.shape[-1] % ratio != 0):
+            return NotImplemented  # eager's error stays eager's
+        target = _BITS_AS_INT[narrow]
+        pieces = x.view(_BITS_AS_INT[wide]).to(target) & mask
+        shifts = torch.arange(ratio, dtype=target, device=x.device) * bits
+        out = (pieces.reshape(*x.shape[:-1], -1, ratio) << shifts).sum(-1, dtype=target)
+    return out if out.dtype is dtype else out.view(dtype)
+
+
 def _linear_source(n_in: int, n_out: int, align_corners: bool, scale: Any,
                    dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """For each output position along one dim: the two input positions it reads and the
@@ -1332,6 +1363,7 @@ def table() -> dict[Any, Callable]:
         aten.index_put.default: _mask_put,
         aten.masked_select.default: _masked_select,
         aten._unique2.default: _unique,
+        aten.view.dtype: _view_other_width,
         aten.threshold_backward.default: _threshold_backward,
         aten.upsample_nearest1d.default: _upsample_nearest,
         aten.upsample_nearest2d.default: _upsample_nearest,

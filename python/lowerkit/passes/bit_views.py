@@ -6,8 +6,9 @@ torch-mlir 20261001 has no lowering of ``aten.view.dtype``, so the op, and with 
 ``ElementwiseCopysignModule``). A view between dtypes of one
 width keeps the shape and reinterprets each element: ``tensor.bitcast`` between the builtin
 tensors, reached through ``torch_c``'s casts, which the linalg stage then folds away. A view
-that changes the width (and so the last dim: ``ViewDtypeStaticModule``), or to or from
-``bool``, is left as it is and still fails there.
+that changes the width (and so the last dim: ``ViewDtypeStaticModule``) is written at import
+as shifts between views of one width (`lowerkit.ingress.decompositions._view_other_width`);
+one to or from ``bool`` is left as it is and still fails there.
 """
 
 from __future__ import annotations
