@@ -490,7 +490,10 @@ def _raise_failed_check(error: BaseException) -> None:
     at = text.find(CHECK_MARK)
     if at < 0:
         return
-    message = text[at + len(CHECK_MARK):].split(";", 1)[0].strip()
+    message = text[at + len(CHECK_MARK):]
+    for end in ("; ; ", "; invoking"):  # IREE's status: "...; <message>; ; invoking ..."
+        message = message.split(end, 1)[0]
+    message = message.rstrip("; \n")
     raise CheckError(f"run-time check failed: {message}; eager PyTorch refuses such a call "
                      f"too") from error
 
