@@ -56,3 +56,14 @@ def test_a_programs_assert_async_fails_the_call_as_in_eager(via):
 def test_a_check_of_a_scalar_read_from_data_fails_the_call_as_in_eager(via):
     _fails_as_in_eager(at_least_two_positive, [1.0, 2.0, -3.0], [1.0, -2.0, -3.0], "u0 >= 2",
                        via)
+
+
+@pytest.mark.runs_target
+@pytest.mark.parametrize("target", ["vulkan", "vulkan:llvmpipe"])
+def test_a_check_holds_on_vulkan(target):
+    """The check reads its condition back from the GPU; the same words come out."""
+    good, bad = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, -2.0, 3.0])
+    compiled = lowerkit.compile(positive_scale, (good,), target=target)
+    assert torch.allclose(compiled(good), positive_scale(good), rtol=1e-6)
+    with pytest.raises(lowerkit.CheckError, match="every scale must be positive"):
+        compiled(bad)
