@@ -304,3 +304,33 @@ def test_random_ops_on_vulkan_llvmpipe(target):
     mean, var = _moments(u)
     assert abs(mean - 0.5) < _bound(1 / 12) and abs(var - 1 / 12) < _bound(1 / 80 - 1 / 144)
     assert abs(float((d == 0).double().mean()) - P_DROP) < _bound(P_DROP * (1 - P_DROP))
+
+
+def _rows_and_a_single_draw(p):
+    return torch.multinomial(p, CLASS_DRAWS, replacement=True), torch.multinomial(p, 1)
+
+
+@pytest.mark.parametrize("via", ["compile", "backend"])
+def test_multinomial_rows_with_zero_weights_and_a_single_draw(via):
+    """Two rows with classes of weight 0 (never drawn), and the one draw a sampling
+    ``generate()`` makes (without replacement); eager's refusal of a negative weight holds."""
+    p = torch.tensor([[1.0, 0.0, 3.0, 6.0, 0.0], [0.0, 0.0, 1.0, 2.0, 1.0]])
+    if via == "compile":
+        fn = lowerkit.compile(_rows_and_a_single_draw, (p,))
+    else:
+        torch._dynamo.reset()
+        fn = torch.compile(_rows_and_a_single_draw, backend="lowerkit", options={"strict": True})
+    torch.manual_seed(3)
+    many, single = fn(p)
+    assert many.shape == (2, CLASS_DRAWS) and single.shape == (2, 1)
+    for row, weights in zip(many, p):
+        rates = torch.bincount(row, minlength=5).double() / CLASS_DRAWS
+        for rate, w in zip(rates.tolist(), (weights / weights.sum()).tolist()):
+            assert rate == 0.0 if w == 0 else abs(rate - w) < _bound(w * (1 - w), CLASS_DRAWS)
+    assert all(p[r, int(single[r, 0])] > 0 for r in range(2))
+    bad = p.clone()
+    bad[0, 1] = -1.0
+    with pytest.raises(RuntimeError):
+        torch.multinomial(bad, 1)
+    with pytest.raises(lowerkit.CheckError, match="invalid multinomial distribution"):
+        fn(bad)

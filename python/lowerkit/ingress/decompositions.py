@@ -999,6 +999,38 @@ def _kthvalue(x: torch.Tensor, k: int, dim: int = -1, keepdim: bool = False) -> 
     return values, indices
 
 
+def _multinomial(probs: torch.Tensor, num_samples: int, replacement: bool = False, *,
+                 generator: Any = None) -> Any:
+    """``torch.multinomial`` by the inverse of each row's running sum: a uniform draw scaled to
+    the row's total, and the first category whose running sum passes it, found by a binary
+    search of a fixed number of gathers. torch-mlir lowers the op as a loop that reads the
+    random seed inside it, which `seed-as-input` refuses (torch-mlir's e2e ``Multinomial*``).
+    Draws without replacement are the same for one sample (a sampling ``generate()``); more are
+    left alone. Eager's refusal of a negative weight or a row of zeros is a run-time check."""
+    if generator is not None or (not replacement and not guard_or_false(num_samples == 1)) \
+            or probs.dim() not in (1, 2) or not probs.is_floating_point():
+        return NotImplemented
+    rows = probs if probs.dim() == 2 else probs.unsqueeze(0)
+    dtype = torch.float64 if rows.dtype is torch.float64 else torch.float32
+    running = torch.cumsum(rows.to(dtype), -1)
+    total = running[:, -1:]
+    torch._assert_async((rows >= 0).all() & (total > 0).all(),
+                        "invalid multinomial distribution (a negative weight, or a row of zeros)")
+    # below the total, also where the draw's rounding would reach it
+    below = total * (1.0 - 4.0 * torch.finfo(dtype).eps)
+    draw = torch.minimum(torch.rand(rows.shape[0], num_samples, dtype=dtype,
+                                    device=probs.device) * total, below)
+    n = rows.shape[-1]
+    steps = max(int(n - 1).bit_length(), 0) if isinstance(n, int) else 32
+    lo = torch.zeros(draw.shape, dtype=torch.int64, device=probs.device)
+    hi = torch.full(draw.shape, n - 1, dtype=torch.int64, device=probs.device)
+    for _ in range(steps):  # the answer lies in [lo, hi]
+        mid = (lo + hi) // 2
+        right = torch.gather(running, 1, mid) <= draw
+        lo, hi = torch.where(right, mid + 1, lo), torch.where(right, hi, mid)
+    return lo if probs.dim() == 2 else lo.squeeze(0)
+
+
 def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None) -> Any:
     """``torch.normal(mean, std)`` as ``mean + std * randn``: torch-mlir (20261001) has no
     definition of ``aten.normal``'s tensor overloads (an `UnsupportedError`), and ``randn``
@@ -1378,6 +1410,7 @@ def table() -> dict[Any, Callable]:
         aten.upsample_bilinear2d.vec: _upsample_linear_vec,
         aten.upsample_trilinear3d.vec: _upsample_linear_vec,
         aten.kthvalue.default: _kthvalue,
+        aten.multinomial.default: _multinomial,
         aten.normal.Tensor_float: _normal,
         aten.normal.float_Tensor: _normal,
         aten.normal.Tensor_Tensor: _normal,
