@@ -1412,11 +1412,11 @@ FAULTS = [
           "python/lowerkit/ingress/decompositions.py",
           "        aten.multinomial.default: _multinomial,\n",
           ""),
-    Fault("multinomial-search-one-step-short", "multinomial's binary search stops one step short of a single class",
+    Fault("multinomial-draw-unscaled", "multinomial's draw is not scaled to the row's total (weights taken as probabilities)",
           ["test/python/test_random_ops.py::test_multinomial_rows_with_zero_weights_and_a_single_draw"],
           "python/lowerkit/ingress/decompositions.py",
-          "    for _ in range(steps):  # the answer lies in [lo, hi]\n",
-          "    for _ in range(steps - 1):  # the answer lies in [lo, hi]\n"),
+          "                                    device=probs.device) * total, below)\n",
+          "                                    device=probs.device), below)\n"),
 ]
 
 

@@ -1002,11 +1002,14 @@ def _kthvalue(x: torch.Tensor, k: int, dim: int = -1, keepdim: bool = False) -> 
 def _multinomial(probs: torch.Tensor, num_samples: int, replacement: bool = False, *,
                  generator: Any = None) -> Any:
     """``torch.multinomial`` by the inverse of each row's running sum: a uniform draw scaled to
-    the row's total, and the first category whose running sum passes it, found by a binary
-    search of a fixed number of gathers. torch-mlir lowers the op as a loop that reads the
-    random seed inside it, which `seed-as-input` refuses (torch-mlir's e2e ``Multinomial*``).
-    Draws without replacement are the same for one sample (a sampling ``generate()``); more are
-    left alone. Eager's refusal of a negative weight or a row of zeros is a run-time check."""
+    the row's total, and the number of classes whose running sum it reaches, which is the
+    drawn class. torch-mlir lowers the op as a loop that reads the random seed inside it, which
+    `seed-as-input` refuses (torch-mlir's e2e ``Multinomial*``). The count compares each draw
+    with every class, one reduction IREE fuses; a binary search of chained gathers instead
+    stalled IREE's dispatch creation (over 40 s for 10 rows x 2^20 draws x 100 classes, when
+    fusing aggressively). Draws without replacement are the same for one sample (a sampling
+    ``generate()``); more are left alone. Eager's refusal of a negative weight or a row of
+    zeros is a run-time check."""
     if generator is not None or (not replacement and not guard_or_false(num_samples == 1)) \
             or probs.dim() not in (1, 2) or not probs.is_floating_point():
         return NotImplemented
@@ -1020,15 +1023,8 @@ def _multinomial(probs: torch.Tensor, num_samples: int, replacement: bool = Fals
     below = total * (1.0 - 4.0 * torch.finfo(dtype).eps)
     draw = torch.minimum(torch.rand(rows.shape[0], num_samples, dtype=dtype,
                                     device=probs.device) * total, below)
-    n = rows.shape[-1]
-    steps = max(int(n - 1).bit_length(), 0) if isinstance(n, int) else 32
-    lo = torch.zeros(draw.shape, dtype=torch.int64, device=probs.device)
-    hi = torch.full(draw.shape, n - 1, dtype=torch.int64, device=probs.device)
-    for _ in range(steps):  # the answer lies in [lo, hi]
-        mid = (lo + hi) // 2
-        right = torch.gather(running, 1, mid) <= draw
-        lo, hi = torch.where(right, mid + 1, lo), torch.where(right, hi, mid)
-    return lo if probs.dim() == 2 else lo.squeeze(0)
+    drawn = (running.unsqueeze(1) <= draw.unsqueeze(-1)).sum(-1)  # [rows, draws]
+    return drawn if probs.dim() == 2 else drawn.squeeze(0)
 
 
 def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None) -> Any:
