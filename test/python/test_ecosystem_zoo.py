@@ -5,6 +5,7 @@ saying which; a known failure is an xfail naming the stage and the reason."""
 
 from __future__ import annotations
 
+import os
 import importlib.util
 
 import pytest
@@ -39,8 +40,11 @@ def test_ecosystem_model_matches_eager(entry):
 
 
 # the CPUs of issue 20, whose tiles and ukernels differ (the stack-limit and vector.store
-# failures were per CPU); compiled, not run, so that any host catches another's failure
+# failures were per CPU); compiled, not run, so that any host catches another's failure. The
+# default tier compiles for the two hosts this project runs on (Zen 4, an AMX Xeon),
+# LOWERKIT_SLOW=1 for all four: about 4 s a CPU for gpt2, and the suite is at its 20-minute budget.
 NAMED_CPUS = ("znver4", "sapphirerapids", "skylake-avx512", "x86-64-v3")
+HOST_CPUS = NAMED_CPUS[:2]
 
 
 @pytest.mark.parametrize("entry", [_param(m) for m in ecosystem_models(fast_only=True)])
@@ -48,7 +52,8 @@ def test_fast_ecosystem_models_compile_for_each_named_cpu(entry):
     """Imported once, lowered and compiled for each named CPU (about 4 s a CPU for gpt2)."""
     from lowerkit.zoo.coverage import compile_for
 
-    results = compile_for(entry, [f"cpu:{c}" for c in NAMED_CPUS], cache=False)
+    cpus = NAMED_CPUS if os.environ.get("LOWERKIT_SLOW") else HOST_CPUS
+    results = compile_for(entry, [f"cpu:{c}" for c in cpus], cache=False)
     failed = {r.target: f"{r.stage}: {r.message}" for r in results if not r.ok}
     assert not failed, failed
     assert all(r.rung for r in results)
