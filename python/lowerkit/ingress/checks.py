@@ -35,15 +35,13 @@ def _marked(message: str, node: torch.fx.Node) -> str:
     return f"{CHECK_MARK}{message}" + (f" ({where})" if where else "")
 
 
-def keep(graph: torch.fx.Graph) -> int:
+def keep(graph: torch.fx.Graph) -> None:
     """Each ``_assert_async.msg`` as ``_assert_scalar`` of its condition, and each
-    ``_assert_scalar`` marked, in place; how many checks the graph keeps."""
-    count = 0
+    ``_assert_scalar`` marked, in place."""
     for node in graph.find_nodes(op="call_function", target=aten._assert_scalar.default):
         cond, msg = node.args
         if isinstance(msg, str) and not msg.startswith(CHECK_MARK):
             node.args = (cond, _marked(msg, node))
-            count += 1
     for node in list(graph.find_nodes(op="call_function", target=aten._assert_async.msg)):
         cond, msg = node.args
         message = _marked(msg, node)
@@ -58,5 +56,3 @@ def keep(graph: torch.fx.Graph) -> int:
         for new in (flag, scalar, check):
             new.meta["stack_trace"] = node.meta.get("stack_trace")
         graph.erase_node(node)
-        count += 1
-    return count

@@ -719,6 +719,13 @@ def _one_mask(x: torch.Tensor, indices: list) -> "tuple[int, torch.Tensor] | Non
     return lead, mask
 
 
+def _count_reached(running: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
+    """For each value of ``at``, how many entries of ``running`` (a non-decreasing running sum
+    along its last dim) are at most it: the inverse of a running sum, as one fused reduction
+    (``running [..., N]``, ``at [..., M]`` -> ``[..., M]``)."""
+    return (running.unsqueeze(-2) <= at.unsqueeze(-1)).sum(-1)
+
+
 def _mask_beside_integers(indices: list) -> "list | None":
     """For ``index_put``: indices of tensors only, one of them a 1-D boolean mask and the others
     integer indices of one dim that broadcast to a length ``n`` of at least 2
@@ -746,7 +753,7 @@ def _mask_beside_integers(indices: list) -> "list | None":
                         "(a boolean mask's true count against the other indices' length)")
     running = torch.cumsum(mask.to(torch.int64), 0)
     wanted = torch.minimum(torch.arange(n, device=mask.device), count - 1)
-    positions = (running.unsqueeze(0) <= wanted.unsqueeze(1)).sum(1)
+    positions = _count_reached(running, wanted)
     return [positions if k == masks[0] else i for k, i in enumerate(indices)]
 
 
@@ -844,7 +851,7 @@ def _view_other_width(x: torch.Tensor, dtype: torch.dtype) -> Any:
     20261001 has no lowering of ``aten.view.dtype`` and failed in ``linalg-on-tensors``
     (torch-mlir's e2e ``ViewDtypeStaticModule``). Bool and complex are left alone."""
     wide, narrow = x.dtype.itemsize, dtype.itemsize
-    if wide == narrow or x.dim() == 0 or x.dtype in (torch.bool, dtype) or dtype is torch.bool \
+    if wide == narrow or x.dim() == 0 or x.dtype is torch.bool or dtype is torch.bool \
             or x.dtype.is_complex or dtype.is_complex or max(wide, narrow) not in _BITS_AS_INT:
         return NotImplemented
     small = min(wide, narrow)
@@ -1023,7 +1030,7 @@ def _multinomial(probs: torch.Tensor, num_samples: int, replacement: bool = Fals
     below = total * (1.0 - 4.0 * torch.finfo(dtype).eps)
     draw = torch.minimum(torch.rand(rows.shape[0], num_samples, dtype=dtype,
                                     device=probs.device) * total, below)
-    drawn = (running.unsqueeze(1) <= draw.unsqueeze(-1)).sum(-1)  # [rows, draws]
+    drawn = _count_reached(running, draw)  # [rows, draws]
     return drawn if probs.dim() == 2 else drawn.squeeze(0)
 
 
