@@ -8,9 +8,8 @@ reduction reads (`fold-wide-casts-into-reductions`) are all told apart by the op
 
 from __future__ import annotations
 
+import re
 from typing import Any
-
-from ._source_fence import ir_of
 
 # named ops that reduce, each over its innermost loops
 NAMED_REDUCTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.matvec", "linalg.vecmat",
@@ -22,7 +21,13 @@ def reduction_loops(op: Any) -> list[bool]:
     """For each loop of a ``linalg.generic``, whether it reduces; empty for any other op."""
     if op.name != "linalg.generic" or "iterator_types" not in op.attributes:
         return []
-    return ["reduction" in str(a) for a in ir_of(op).ArrayAttr(op.attributes["iterator_types"])]
+    # Read from the array's text: iterating it would make each element a Python
+    # ``#linalg.iterator_type``, and the first such cast imports the linalg dialect's Python
+    # package (0.3 s of a cold compile, measured on ResNet-18).
+    return [kind == "reduction" for kind in _ITERATOR.findall(str(op.attributes["iterator_types"]))]
+
+
+_ITERATOR = re.compile(r"#linalg\.iterator_type<(\w+)>")
 
 
 def reduces(op: Any) -> bool:
