@@ -1,17 +1,18 @@
-"""Python's cyclic garbage collector, held off while lowerkit compiles.
+"""Python's full garbage collections, held off during a process's first compile.
 
-A compile makes hundreds of thousands of objects: FX graphs, fake tensors, MLIR handles, and the
-modules torch imports on first use. Python's collector answers with full collections, and each
-one walks the whole heap (torch, sympy, the user's model and data), not only the compile's
-objects. On a cold ResNet-18 compile that was five full collections of about 400,000 objects,
-0.7 s of a 6 s model-to-first-result (`benchmarks/compile_cold.py`).
+The first compile of a process loads most of torch's compiler stack (torch.export, Dynamo,
+sympy) and IREE's dialect packages. Every import adds long-lived objects, and Python answers a
+heap that grows this fast with full collections, each of which walks the whole heap: torch, the
+user's model and data. A cold ResNet-18 compile made five of them, 0.7 s of 6 s to its first
+result (`benchmarks/compile_cold.py`). Later compiles import little, and Python seldom walks the
+whole heap during them; they run as they are.
 
-`held` freezes what existed before the compile (``gc.freeze``: the collector skips it), turns
-automatic collection off, and at the end collects once, over the objects made since, before
-unfreezing. The compile's garbage cycles are still collected, at its end, and nothing older is
-left to a later collection of the user's. When the caller has turned the collector off or frozen
-objects of its own, `held` leaves the collector alone: undoing its ``gc.freeze`` would not be ours
-to do.
+`held` collects once at the start of the first compile (the caller's garbage goes before the
+compile's peak, not after it), freezes what exists (``gc.freeze``: the collector skips it), and
+holds off full collections; the young generations are still collected as usual, so the
+compile's short-lived cycles go as soon as before. At the end it collects once, over the objects
+made since, and unfreezes. When the caller has turned the collector off, or frozen objects of
+its own, `held` leaves the collector alone: undoing its ``gc.freeze`` would not be ours to do.
 """
 
 from __future__ import annotations
@@ -21,29 +22,39 @@ import gc
 import threading
 from collections.abc import Iterator
 
+NO_FULL_COLLECTION = 1 << 30  # the oldest generation's threshold while held
+
 _lock = threading.Lock()
 _depth = 0  # nested and concurrent compiles: only the outermost holds and releases
 _holding = False
+_first_done = False  # the process's first compile has ended
+_thresholds = gc.get_threshold()
 
 
 @contextlib.contextmanager
 def held() -> Iterator[None]:
-    """Hold automatic collection off for the block (see the module's docstring)."""
-    global _depth, _holding
+    """Hold full collections off for the block, if it is the process's first compile (see the
+    module's docstring)."""
+    global _depth, _holding, _first_done, _thresholds
     with _lock:
         if _depth == 0:
-            _holding = gc.isenabled() and gc.get_freeze_count() == 0
+            _thresholds = gc.get_threshold()
+            _holding = (not _first_done and gc.isenabled() and gc.get_freeze_count() == 0
+                        and _thresholds[0] > 0)
             if _holding:
+                gc.collect()
                 gc.freeze()
-                gc.disable()
+                gc.set_threshold(_thresholds[0], _thresholds[1], NO_FULL_COLLECTION)
         _depth += 1
     try:
         yield
     finally:
         with _lock:
             _depth -= 1
-            if _depth == 0 and _holding:
-                _holding = False
-                gc.enable()
-                gc.collect()  # the compile's own garbage: the frozen heap is not walked
-                gc.unfreeze()
+            if _depth == 0:
+                _first_done = True
+                if _holding:
+                    _holding = False
+                    gc.set_threshold(*_thresholds)
+                    gc.collect()  # the compile's own garbage: the frozen heap is not walked
+                    gc.unfreeze()
