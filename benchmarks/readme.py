@@ -83,6 +83,8 @@ def provenance(path: str, meta: dict) -> str:
         commit += " with uncommitted changes"
     cpu = meta.get("cpu", {})
     flags = " ".join(cpu.get("flags") or []) or "no AVX-512/AMX"
+    if cpu.get("family"):  # recorded since 2026-11-28
+        flags = f"family {cpu['family']}, model {cpu.get('model_number', '?')}; {flags}"
     threads = meta.get("threads", {})
     load = meta.get("load_average") or [math.nan]
     tuned = meta.get("tuning")
@@ -811,8 +813,20 @@ BLOCKS: dict[str, Block] = {
     "compile-cold-zen4": Block(
         ("compile-cold-zen4.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
-         "compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,gpt2_base --repeats 5"
+         "compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,gpt2_base"
          " --json benchmarks/results/compile-cold-zen4.json",),
+        render_compile_cold),
+    "compile-cold-zen5": Block(
+        ("compile-cold-zen5.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
+         "compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,gpt2_base --repeats 5"
+         " --json benchmarks/results/compile-cold-zen5.json",),
+        render_compile_cold),
+    "compile-cold-zen5-unheld": Block(
+        ("compile-cold-zen5-unheld.json",),
+        ("LOWERKIT_HOLD_COLLECTIONS=0 LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python"
+         " benchmarks/compile_cold.py resnet18,bert_base --repeats 5"
+         " --json benchmarks/results/compile-cold-zen5-unheld.json",),
         render_compile_cold),
     "conv-strategy-xeon": Block(
         ("conv-strategy-xeon.json",),

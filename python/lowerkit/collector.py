@@ -13,12 +13,15 @@ holds off full collections; the young generations are still collected as usual, 
 compile's short-lived cycles go as soon as before. At the end it collects once, over the objects
 made since, and unfreezes. When the caller has turned the collector off, or frozen objects of
 its own, `held` leaves the collector alone: undoing its ``gc.freeze`` would not be ours to do.
+``LOWERKIT_HOLD_COLLECTIONS=0`` leaves it alone always (to measure without the hold, or to rule
+it out).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import threading
 from collections.abc import Iterator
 
@@ -40,7 +43,8 @@ def held() -> Iterator[None]:
         if _depth == 0:
             _thresholds = gc.get_threshold()
             _holding = (not _first_done and gc.isenabled() and gc.get_freeze_count() == 0
-                        and _thresholds[0] > 0)
+                        and _thresholds[0] > 0
+                        and os.environ.get("LOWERKIT_HOLD_COLLECTIONS", "1") != "0")
             if _holding:
                 gc.collect()
                 gc.freeze()

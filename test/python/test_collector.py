@@ -79,6 +79,13 @@ def test_the_callers_garbage_goes_before_the_compile(no_automatic_collection):
         assert not before.alive
 
 
+def test_held_can_be_turned_off(no_automatic_collection, monkeypatch):
+    monkeypatch.setenv("LOWERKIT_HOLD_COLLECTIONS", "0")
+    thresholds = gc.get_threshold()
+    with collector.held():
+        assert gc.get_threshold() == thresholds and gc.get_freeze_count() == 0
+
+
 def test_held_leaves_a_disabled_collector_alone(no_automatic_collection):
     gc.disable()
     try:

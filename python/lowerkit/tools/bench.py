@@ -76,11 +76,14 @@ def cpu_description() -> dict:
     for, so two stored results can be told apart by the machine that took them."""
     from ..runtime.cpu_features import cpuinfo, host_flags
 
-    model = cpuinfo().get("model name")
+    info = cpuinfo()
     flags = {x for x in host_flags() or () if x.startswith(("avx512", "amx"))}
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {"model": model, "flags": sorted(flags), "cores": os.cpu_count(),
-            "cores_usable": affinity}
+    # a virtual machine's model name may be only the vendor's ("AMD EPYC"): the family and
+    # model numbers tell its generations apart (AMD's 25 is Zen 3/4, 26 is Zen 5)
+    return {"model": info.get("model name"), "family": info.get("cpu family"),
+            "model_number": info.get("model"), "flags": sorted(flags),
+            "cores": os.cpu_count(), "cores_usable": affinity}
 
 
 def run_metadata(command: str | None = None) -> dict:
@@ -112,7 +115,8 @@ def run_metadata(command: str | None = None) -> dict:
         "iree_cpu_flags": list(CPU_SPEED_FLAGS),
         "env": {k: os.environ[k] for k in ("LOWERKIT_CPU_DRIVER", "LOWERKIT_DECOMPOSITIONS",
                                             "OMP_WAIT_POLICY", "OMP_NUM_THREADS",
-                                            "LOWERKIT_TUNING_DB", "LOWERKIT_YIELDING_WAIT")
+                                            "LOWERKIT_TUNING_DB", "LOWERKIT_YIELDING_WAIT",
+                                            "LOWERKIT_HOLD_COLLECTIONS")
                 if k in os.environ},
         "tuning": _tuning_in_use(),
     }
