@@ -97,10 +97,12 @@ def provenance(path: str, meta: dict) -> str:
                  f"(lowerkit tune, `{Path(tuned['path']).name}`)")
     else:
         tuned = ""
+    env = " ".join(f"{k}={v}" for k, v in sorted((meta.get("env") or {}).items()))
     return (f"<sub>`{path}`: commit `{commit}`, {meta.get('date', '?')}, "
             f"{cpu.get('model', '?')} ({flags}), {cpu.get('cores_usable') or cpu.get('cores')} "
             f"cores, {threads.get('torch', '?')} torch threads, load average "
-            f"{_num(load[0], 2)} at the start{tuned}; `{meta.get('command', '?')}`</sub>")
+            f"{_num(load[0], 2)} at the start{tuned}; "
+            f"`{env + ' ' if env else ''}{meta.get('command', '?')}`</sub>")
 
 
 def load_result(results: Path, name: str) -> dict:
