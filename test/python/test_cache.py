@@ -182,6 +182,8 @@ def test_location_from_environment_and_off_switch(tmp_path, monkeypatch):
     assert resolve_cache(tmp_path).directory == tmp_path
 
 
+# slow tier (22 s): a multi-process check, as the README's test tiers say
+@pytest.mark.slow
 def test_concurrent_processes_compile_once(tmp_path):
     script = textwrap.dedent("""
         import torch, lowerkit

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 FACTORY = """
 import torch
@@ -40,6 +42,8 @@ def test_run_check_prints_stage_table_and_max_error(tmp_path):
     assert out.exists()
 
 
+# slow tier (20 s): a CLI child process; `lowerkit run --check` itself runs by default (above)
+@pytest.mark.slow
 def test_run_check_fails_on_mismatch(tmp_path):
     f = tmp_path / "m.py"
     f.write_text(FACTORY)
@@ -54,6 +58,8 @@ def test_run_reports_bad_factory_without_traceback(tmp_path):
     assert "no such file" in proc.stderr and "Traceback" not in proc.stderr
 
 
+# slow tier (17 s): a CLI child process
+@pytest.mark.slow
 def test_pipeline_file_runs_as_a_script(tmp_path):
     f = tmp_path / "m.py"
     f.write_text(FACTORY)

@@ -48,6 +48,8 @@ HOST_CPUS = NAMED_CPUS[:2]
 
 
 @pytest.mark.parametrize("entry", [_param(m) for m in ecosystem_models(fast_only=True)])
+# slow tier (23 s): four whole-model compiles; test_cpu_targets.py compiles for named CPUs by default
+@pytest.mark.slow
 def test_fast_ecosystem_models_compile_for_each_named_cpu(entry):
     """Imported once, lowered and compiled for each named CPU (about 4 s a CPU for gpt2)."""
     from lowerkit.zoo.coverage import compile_for

@@ -578,6 +578,8 @@ def test_cli_fuzz_prints_the_verdicts_and_fails_on_a_failure(tmp_path, capsys, m
     assert main(args) == 1
 
 
+# slow tier (14 s): a CLI run; test_cli_fuzz_prints_the_verdicts_and_fails_on_a_failure stays
+@pytest.mark.slow
 def test_cli_fuzz_journal_says_how_to_replay_it(tmp_path):
     """The header row names the seed, the hypothesis version (pinned), the commit and the
     targets; the same seed gives the same programs, and --replay-all runs them again."""

@@ -157,6 +157,9 @@ def test_a_form_is_chosen_only_on_consistent_evidence():
         assert got == choice and reason.startswith(why), (taps, reason)
 
 
+# slow tier (70 s on a 2-core Zen 3): every candidate is a whole-model compile, timed; the
+# database tests below read stored choices by default
+@pytest.mark.slow
 def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, capsys):
     factory = tmp_path / "model.py"
     factory.write_text(f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"

@@ -140,6 +140,8 @@ def test_widened_results_stay_on_device_and_chain():
     assert torch.equal(negate(h), ~(x > 0))
 
 
+# slow tier (17 s): a child process; test_runtime_safety.py's CPU twin runs by default
+@pytest.mark.slow
 def test_a_device_tensor_alive_at_exit_does_not_crash_the_interpreter(tmp_path):
     # The buffer of a module-level DeviceTensor outlived its device at teardown: SIGSEGV.
     import subprocess
