@@ -80,6 +80,10 @@ _OFF = {"0", "off", "false", "no", "none"}
 # The LeNet-sized CNN (3.2 MFLOP of convolution) lost 0.69-0.77x: too little work to pay for
 # the layout changes.
 AUTO_MIN_FLOPS = 10e6
+# Those hosts all had AVX-512. On an AMD Zen 3 (AVX2, no AVX-512) the same choice lost badly:
+# ResNet-50 ran 6.5x slower data-tiled than by the rule (conv-strategy-zen3.json). So lowerkit
+# chooses data tiling by itself only for a CPU with 512-bit vectors (`data_tiling_pays`); a
+# caller's ``convolutions="data-tiled"`` and a measured `lowerkit tune` entry still apply.
 
 
 @dataclass(frozen=True)
@@ -271,6 +275,7 @@ class _Active(threading.local):
     used: dict[str, str] | None = None
     per_tap: list | None = None
     cpu_only: bool = False   # the target `applied` was entered for is llvm-cpu alone
+    wide_vectors: bool = False  # ... and its CPU has AVX-512 (`data_tiling_pays`)
     why_convolutions: str | None = None  # how `choose_convolutions` picked the strategy
     weighed: list | None = None  # the `ConvWork` of each import inside `weighing`
 
@@ -325,7 +330,9 @@ def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[d
         if _active.forced_convolutions is None and strategy != RULE:
             used[CONVOLUTIONS] = strategy
     why = _active.forced_why if _active.forced_convolutions is not None else None
-    with _set(choices=choices, used=used, cpu_only=only_cpu, why_convolutions=why):
+    wide = data_tiling_pays(target)  # a target with no CPU is kept out by `cpu_only`
+    with _set(choices=choices, used=used, cpu_only=only_cpu, wide_vectors=wide,
+              why_convolutions=why):
         yield used
 
 
@@ -336,7 +343,8 @@ CHOSEN = "lowerkit's choice for this program"
 def choose_convolutions(work: ConvWork) -> None:
     """Inside `applied`, where neither the caller nor a CPU-wide entry chose how dense 2-D
     convolutions go: the strategy `lowerkit tune` measured for this program's convolutions on
-    this CPU, else DATA_TILED for a program that `AUTO_MIN_FLOPS` says pays for it. Called by
+    this CPU, else DATA_TILED for a program that `AUTO_MIN_FLOPS` says pays for it on a CPU
+    that `data_tiling_pays` for. Called by
     the import once it has the exported graph, before anything is decomposed."""
     if _active.weighed is not None:
         _active.weighed.append(work)
@@ -356,7 +364,7 @@ def choose_convolutions(work: ConvWork) -> None:
         return  # this CPU's 2-D convolutions were measured per shape: those choices hold
     if work.grouped or work.transposed or work.dense_flops < AUTO_MIN_FLOPS:
         return
-    if work.not_f32:
+    if work.not_f32 or not _active.wide_vectors:
         return
     choices[CONVOLUTIONS] = DATA_TILED
     _active.why_convolutions = CHOSEN
@@ -375,6 +383,15 @@ def weighing() -> Iterator[list]:
     weighed: list = []
     with _set(weighed=weighed):
         yield weighed
+
+
+def data_tiling_pays(target: Any) -> bool:
+    """Whether the CPU ``target`` compiles for has 512-bit vectors (AVX-512), as iree-compile
+    resolves it (the host's for a target without a CPU): the CPUs where lowerkit's own
+    data-tiled choice was measured to pay (`AUTO_MIN_FLOPS`)."""
+    from . import target as targets
+
+    return targets.native_vector_bytes(targets.Target.parse(target)) >= 64
 
 
 def cpu_only(target: Any) -> bool:

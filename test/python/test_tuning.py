@@ -355,11 +355,15 @@ class DenseNet(torch.nn.Module):
         return self.second(torch.relu(self.first(x)))
 
 
+ZEN4 = "cpu:znver4"
+
+
 def test_without_a_choice_lowerkit_data_tiles_a_dense_convolution_net_only(tmp_path):
-    """`tuning.choose_convolutions`: where nobody chose, a CPU-only compile of a net whose 2-D
-    convolutions are dense and carry `AUTO_MIN_FLOPS` sends them whole for data tiling; a net
-    with a depthwise one, a net with too little work, another target, a caller's ``rule`` and
-    the tuner's forced forms keep the rule."""
+    """`tuning.choose_convolutions`: where nobody chose, a CPU-only compile for an AVX-512 CPU
+    of a net whose 2-D convolutions are dense and carry `AUTO_MIN_FLOPS` sends them whole for
+    data tiling; a net with a depthwise one, a net with too little work, a CPU without AVX-512,
+    another target, a caller's ``rule`` and the tuner's forced forms keep the rule. Imports
+    only, for named CPUs: the same on every host."""
     torch.manual_seed(0)
     big, small = torch.randn(1, 16, 64, 64), torch.randn(1, 16, 12, 12)
     dense, mixed = DenseNet().eval(), DenseNet(depthwise=True).eval()
@@ -368,33 +372,40 @@ def test_without_a_choice_lowerkit_data_tiles_a_dense_convolution_net_only(tmp_p
         return lowerkit.op_histogram(import_program(model, (x,)).module).get(
             "torch.aten.convolution", 0)
 
-    def whole(model, x, target="cpu", database=None):
+    def whole(model, x, target=ZEN4, database=None):
         with tuning.applied(target, database):
             return convolutions_left(model, x) >= 1 and tuning.dense_convolutions_whole()
 
     assert whole(dense, big)
+    assert whole(dense, big, "cpu:sapphirerapids")
+    assert not whole(dense, big, "cpu:x86-64-v3")  # AVX2: 6.5x slower on ResNet-50 (Zen 3)
+    assert not whole(dense, big, "cpu:znver3")
     assert not whole(dense, small)  # 5.3 MFLOP: below AUTO_MIN_FLOPS
     assert not whole(mixed, big)
     assert not whole(DenseNet().to(torch.bfloat16), big.to(torch.bfloat16))  # measured in f32
     assert not whole(dense, big, "vulkan")
+    assert not whole(dense, big, "cpu:znver4+vulkan")  # an AVX-512 CPU, and a GPU beside it
     with tuning.forced_convolutions(tuning.RULE):
         assert not whole(dense, big)
     with tuning.forced(TAPS):
         assert not whole(dense, big)
     measured = TuningDatabase(tmp_path / "tuning.json")  # a shape measured on this CPU
-    measured.record(tuning.cpu_key("cpu"), "conv2d in1x32x64x64 w32x32x3x3 s1x1 p1x1 d1x1 bias",
+    measured.record(tuning.cpu_key(ZEN4), "conv2d in1x32x64x64 w32x32x3x3 s1x1 p1x1 d1x1 bias",
                     TAPS, {})
     assert not whole(dense, big, database=measured)
     assert convolutions_left(dense, big) == 0  # outside a compile: the rule, per tap
 
 
 def test_lowerkits_own_data_tiled_choice_compiles_says_so_and_matches_eager(monkeypatch):
+    """On this host: data-tiled where its CPU has AVX-512, the rule where it has not."""
     seen = _flags_seen(monkeypatch)
     torch.manual_seed(0)
     model, x = DenseNet().eval(), torch.randn(1, 16, 64, 64)
     art = lowerkit.compile(model, (x,), cache=False)
-    assert all(f in seen[-1] for f in tuning.DATA_TILED_FLAGS), seen[-1]
-    assert "dense 2-D convolutions: data-tiled (lowerkit's choice" in art.stage_table().caption
+    tiled = tuning.data_tiling_pays("cpu")
+    assert all((f in seen[-1]) == tiled for f in tuning.DATA_TILED_FLAGS), seen[-1]
+    said = "dense 2-D convolutions: data-tiled (lowerkit's choice" in art.stage_table().caption
+    assert said == tiled, art.stage_table().caption
     with torch.inference_mode():
         check = compare(art(x), model(x))
     assert check.ok, check.message
