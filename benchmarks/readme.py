@@ -842,6 +842,12 @@ BLOCKS: dict[str, Block] = {
          " benchmarks/compile_cold.py resnet18,bert_base --repeats 5"
          " --json benchmarks/results/compile-cold-zen5-unheld.json",),
         render_compile_cold),
+    "conv-strategy-zen3": Block(
+        ("conv-strategy-zen3.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_strategy.py"
+         " --models resnet18,resnet_small,unet_small,resnet50"
+         " --json benchmarks/results/conv-strategy-zen3.json",),
+        render_conv_strategy, torch_threads=2),
     "conv-strategy-xeon": Block(
         ("conv-strategy-xeon.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_strategy.py"
@@ -972,6 +978,11 @@ BLOCKS: dict[str, Block] = {
         ("real-shapes.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"
          " --json benchmarks/results/real-shapes.json",),
+        render_real_shapes, torch_threads=2),
+    "real-shapes-zen3": Block(
+        ("real-shapes-zen3.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"
+         " --json benchmarks/results/real-shapes-zen3.json",),
         render_real_shapes, torch_threads=2),
     "real-shapes-xeon": Block(
         ("real-shapes-xeon.json",),
