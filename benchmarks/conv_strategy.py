@@ -37,7 +37,24 @@ MODELS = ("resnet18,resnet_small,simple_cnn,unet_small,mobilenet_v2_small,tcn,re
           "dw_separable,whisper_encoder_1500")
 
 
-def bench_model(name: str, rounds: int) -> dict:
+# ``--im2col``: a third form, every convolution the rule would write per tap left whole for
+# IREE's im2col (`tuning.forced(IM2COL)`, the rule's other form), data tiling off for them: on a
+# CPU where data tiling loses, fewer dispatches to compile than the rule's per-tap ones.
+IM2COL = "im2col"
+
+
+def _forms(im2col: bool) -> tuple[str, ...]:
+    return (*tuning.CONVOLUTION_STRATEGIES, *((IM2COL,) if im2col else ()))
+
+
+def _compiling(form: str):
+    """The context a compile of ``form`` runs in."""
+    if form == IM2COL:
+        return tuning.forced(tuning.IM2COL)
+    return tuning.forced_convolutions(form)
+
+
+def bench_model(name: str, rounds: int, im2col: bool = False) -> dict:
     if name in ZOO:
         model, args, kwargs = get(name).make()
     else:  # a real-shape program (`lowerkit bench real`)
@@ -46,8 +63,8 @@ def bench_model(name: str, rounds: int) -> dict:
     with torch.inference_mode():
         want = model(*args, **kwargs)
     calls["eager"] = lambda: model(*args, **kwargs)
-    for strategy in tuning.CONVOLUTION_STRATEGIES:
-        with tuning.forced_convolutions(strategy):
+    for strategy in _forms(im2col):
+        with _compiling(strategy):
             start = time.perf_counter()
             art = lowerkit.compile(model, args, kwargs, cache=False)
             seconds[strategy] = time.perf_counter() - start
@@ -75,13 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", default=MODELS)
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--torch-threads", type=int, default=2)
+    p.add_argument("--im2col", action="store_true",
+                   help="also every convolution whole for IREE's im2col, not data-tiled")
     p.add_argument("--json", type=Path)
     a = p.parse_args(argv)
     os.environ[tuning.ENV] = "off"  # each strategy alone, not a stored one
     torch.set_num_threads(a.torch_threads)
     meta = run_metadata()
     warm_up("cpu")
-    rows = [bench_model(m, a.rounds) for m in a.models.split(",")]
+    rows = [bench_model(m, a.rounds, a.im2col) for m in a.models.split(",")]
     table = Table(title="dense 2-D convolutions: the rule against IREE's data tiling, "
                         "ms a call (median, interleaved) and compile s")
     for col in ("model", "eager", "rule", "data-tiled", "rule / data-tiled",
@@ -94,6 +113,16 @@ def main(argv: list[str] | None = None) -> int:
                       f"{s[tuning.RULE]:.1f} / {s[tuning.DATA_TILED]:.1f}",
                       f"{d[tuning.RULE]} / {d[tuning.DATA_TILED]}", r["rungs"][tuning.DATA_TILED])
     Console().print(table)
+    if a.im2col:
+        forms = Table(title="every convolution through IREE's im2col, against the rule")
+        for col in ("model", "rule ms", "im2col ms", "compile s: rule / im2col", "dispatches"):
+            forms.add_column(col, justify="left" if col == "model" else "right")
+        for r in rows:
+            ms, s, d = r["median_ms"], r["compile_s"], r["dispatches"]
+            forms.add_row(r["model"], f"{ms[tuning.RULE]:.3g}", f"{ms[IM2COL]:.3g}",
+                          f"{s[tuning.RULE]:.1f} / {s[IM2COL]:.1f}",
+                          f"{d[tuning.RULE]} / {d[IM2COL]}")
+        Console().print(forms)
     if a.json:
         a.json.write_text(json.dumps({"meta": meta, "rounds": a.rounds, "models": rows},
                                      indent=1))

@@ -368,6 +368,16 @@ def render_conv_strategy(data: dict, path: str) -> str:
                      f"| {d['rule']} / {d['data-tiled']} "
                      f"| {compiled_as} "
                      f"| {_num(max(r['error_over_scale'].values()), 2)} |")
+    with_im2col = [r for r in data["models"] if "im2col" in r["median_ms"]]
+    if with_im2col:
+        lines += ["", "| model, ms a call | rule | every convolution through im2col "
+                  "| compile s: rule / im2col | dispatches: rule / im2col |",
+                  "| --- | ---: | ---: | ---: | ---: |"]
+        for r in with_im2col:
+            ms, s, d = r["median_ms"], r["compile_s"], r["dispatches"]
+            lines.append(f"| {r['model']} | {_num(ms['rule'])} | {_num(ms['im2col'])} "
+                         f"| {_num(s['rule'], 2)} / {_num(s['im2col'], 2)} "
+                         f"| {d['rule']} / {d['im2col']} |")
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 # -- backend.py --json -----------------------------------------------------------------------------
