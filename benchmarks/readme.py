@@ -864,6 +864,12 @@ BLOCKS: dict[str, Block] = {
          " --models resnet18,resnet_small,unet_small,resnet50"
          " --json benchmarks/results/conv-strategy-zen3.json",),
         render_conv_strategy, torch_threads=2),
+    "conv-forms-zen3": Block(
+        ("conv-forms-zen3.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_strategy.py"
+         " --models resnet18,unet_small,resnet50 --im2col"
+         " --json benchmarks/results/conv-forms-zen3.json",),
+        render_conv_strategy, torch_threads=2),
     "conv-strategy-xeon": Block(
         ("conv-strategy-xeon.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_strategy.py"
