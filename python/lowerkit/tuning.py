@@ -275,7 +275,7 @@ class _Active(threading.local):
     used: dict[str, str] | None = None
     per_tap: list | None = None
     cpu_only: bool = False   # the target `applied` was entered for is llvm-cpu alone
-    wide_vectors: bool = False  # ... and its CPU has AVX-512 (`data_tiling_pays`)
+    target: Any = None       # that target (`data_tiling_pays` asks of its CPU when needed)
     why_convolutions: str | None = None  # how `choose_convolutions` picked the strategy
     weighed: list | None = None  # the `ConvWork` of each import inside `weighing`
 
@@ -330,8 +330,7 @@ def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[d
         if _active.forced_convolutions is None and strategy != RULE:
             used[CONVOLUTIONS] = strategy
     why = _active.forced_why if _active.forced_convolutions is not None else None
-    wide = data_tiling_pays(target)  # a target with no CPU is kept out by `cpu_only`
-    with _set(choices=choices, used=used, cpu_only=only_cpu, wide_vectors=wide,
+    with _set(choices=choices, used=used, cpu_only=only_cpu, target=target,
               why_convolutions=why):
         yield used
 
@@ -364,7 +363,7 @@ def choose_convolutions(work: ConvWork) -> None:
         return  # this CPU's 2-D convolutions were measured per shape: those choices hold
     if work.grouped or work.transposed or work.dense_flops < AUTO_MIN_FLOPS:
         return
-    if work.not_f32 or not _active.wide_vectors:
+    if work.not_f32 or not data_tiling_pays(_active.target):
         return
     choices[CONVOLUTIONS] = DATA_TILED
     _active.why_convolutions = CHOSEN
