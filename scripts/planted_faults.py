@@ -1467,16 +1467,6 @@ FAULTS = [
           "python/lowerkit/collector.py",
           "                gc.collect()\n                gc.freeze()\n",
           "                gc.freeze()\n"),
-    Fault("serial-compile-ignored", "LOWERKIT_COMPILE_SERIAL is read but iree-compile still runs on every core",
-          ["test/python/test_compile_serial.py::test_a_serial_compile_is_single_threaded_and_writes_the_same_vmfb"],
-          "python/lowerkit/iree/compiler.py",
-          "        if serial_compiles() and SERIAL_FLAG not in cmd:\n",
-          "        if False:\n"),
-    Fault("serial-compile-flag-after-output", "the single-thread flag is appended after '-o OUT'",
-          ["test/python/test_compile_serial.py::test_a_serial_compile_is_single_threaded_and_writes_the_same_vmfb"],
-          "python/lowerkit/iree/compiler.py",
-          "            cmd.insert(-2, SERIAL_FLAG)",
-          "            cmd.append(SERIAL_FLAG)"),
 ]
 
 

@@ -41,10 +41,6 @@ def pytest_configure(config):
     # A developer's tuning database (`lowerkit tune`) would change what the import writes; a
     # test that means to read one names it.
     os.environ["LOWERKIT_TUNING_DB"] = "off"
-    # Each xdist worker already keeps a core busy; iree-compile's own threads would only contend
-    # (two compiles side by side on 2 cores: 16 % sooner single-threaded, the same vmfb).
-    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
-        os.environ.setdefault("LOWERKIT_COMPILE_SERIAL", "1")
     if os.environ.get("LOWERKIT_CACHE_DIR", "").strip().lower() in {"0", "off", "false", "no", "none"}:
         return
     folder = os.environ.get(SESSION_CACHE)

@@ -38,17 +38,6 @@ def default_timeout() -> float | None:
     value = float(os.environ.get("LOWERKIT_COMPILE_TIMEOUT", DEFAULT_TIMEOUT))
     return value if value > 0 else None
 
-
-# iree-compile spreads one compile over every core. Where a batch already runs one compile per
-# core (pytest-xdist, `--jobs N`), those threads only contend: two compiles side by side on 2
-# cores finished 16 % sooner single-threaded. LOWERKIT_COMPILE_SERIAL=1 asks for that. It
-# changes no output, so neither the replay command nor the cache key carries it.
-SERIAL_FLAG = "--mlir-disable-threading"
-
-
-def serial_compiles() -> bool:
-    return os.environ.get("LOWERKIT_COMPILE_SERIAL", "").strip().lower() in {"1", "true", "yes", "on"}
-
 # IREE's compilation phases, in order (iree-compile --compile-to=...).
 PHASES = (
     "input", "abi", "preprocessing", "global-optimization", "dispatch-creation", "flow",
@@ -417,8 +406,6 @@ def _run(cmd: list[str], replay: list[str], bytecode: bytes, target: Target,
     try:
         if timeout is None:
             timeout = default_timeout()
-        if serial_compiles() and SERIAL_FLAG not in cmd:
-            cmd.insert(-2, SERIAL_FLAG)  # before "-o OUT"; the replay command is left as it is
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0 and _needs_system_linking(proc.stderr, cmd):
             # f64 math (sin, cos, ...) calls libm, which IREE's embedded ELF cannot link:
