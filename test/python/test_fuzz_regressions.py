@@ -100,6 +100,8 @@ def adaptive_max_pools_1d(a, b):  # a: [1, 3, 4]; b: [2, 3, 12] float32
             F.adaptive_max_pool1d(a.half(), 2), uneven, uneven_index, even, even_index)
 
 
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 22 s: nine adaptive max pools, a corner the fuzz campaigns replay
+@pytest.mark.slow
 def test_adaptive_max_pooling_with_indices_over_static_sizes():
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(1, 3, 4, generator=gen).round()  # ties
@@ -821,6 +823,8 @@ def _infinite_then_bilinear(x):
             F.interpolate(x[:1, :, None].expand(1, 3, 3, 5, 6), size=(3, 4, 9), mode="trilinear"))
 
 
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 22 s: two interpolation programs with infinities, a corner the fuzz campaigns replay
+@pytest.mark.slow
 @pytest.mark.runs_target
 @pytest.mark.parametrize("target", ["cpu", "vulkan:llvmpipe"])
 def test_linear_interpolation_of_infinities(target):
@@ -1073,7 +1077,9 @@ def _uneven_adaptive_average(x, h):
 
 
 @pytest.mark.parametrize("target", ["cpu", pytest.param("vulkan:llvmpipe", marks=pytest.mark.runs_target),
-                                    pytest.param("vulkan", marks=pytest.mark.runs_target)])
+                                    # slow: 12 s; the CPU case keeps the windows covered
+                                    pytest.param("vulkan", marks=[pytest.mark.runs_target,
+                                                                  pytest.mark.slow])])
 def test_uneven_adaptive_average_pooling_keeps_nan_and_infinities_in_their_windows(target):
     nan, inf = float("nan"), float("inf")
     x = torch.rand(1, 3, 5, 7)
