@@ -80,12 +80,33 @@ def case(name: str) -> tuple[torch.nn.Module, tuple, float]:
     return Attention(kind), args, 4.0 * HEADS * n * n * d
 
 
-def bench_case(name: str, rounds: int) -> dict:
+def _with_tiles(model, args, tiles: tuple[int, int, int]):
+    """lowerkit's compile of ``model`` with every attention op at ``tiles`` (rows per
+    workgroup, rows per vector tile, keys per step) instead of `cpu_tiles`' choice."""
+    import lowerkit
+    from lowerkit.passes import attention
+
+    chosen = attention.cpu_tiles
+    attention.cpu_tiles = lambda m, s, d, limit=0: tiles
+    try:
+        art = lowerkit.compile(model, args, target="cpu", cache=False)
+    finally:
+        attention.cpu_tiles = chosen
+    return lambda: art(*args)
+
+
+def bench_case(name: str, rounds: int, tiles: list[tuple[int, int, int]] = ()) -> dict:
     model, args, flops = case(name)
     result = BenchResult(name, flops=flops)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         calls = prepare(model, args, {}, "cpu", result)
+        for t in tiles:  # timed interleaved with the rest, as contenders of their own
+            calls["lowerkit@" + ",".join(map(str, t))] = _with_tiles(model, args, t)
+        with torch.inference_mode():
+            expected = model(*args)
+        errors = {k: ((c() - expected).abs().max() / expected.abs().max()).item()
+                  for k, c in calls.items() if k.startswith("lowerkit@")}
         if "lowerkit" in calls:
             with torch.inference_mode():
                 expected = model(*args)
@@ -95,9 +116,25 @@ def bench_case(name: str, rounds: int) -> dict:
             error = float("nan")
         measure(calls, result, rounds=rounds)
     row = result.to_json()
+    if tiles:
+        from lowerkit.passes import attention
+
+        from lowerkit.ingress.decompositions import MAX_KEY_TILE, _sdpa_tile_poor
+
+        _, _, n, d = args[0].shape
+        # the length `cpu_tiles` sees: `_sdpa_padded` pads a tile-poor one
+        padded = -(-n // MAX_KEY_TILE) * MAX_KEY_TILE if _sdpa_tile_poor(n) else n
+        row["tiles"] = {"lowerkit": list(attention.cpu_tiles(padded, padded, d, _cpu_limit())),
+                        "tried": [list(t) for t in tiles], "errors": errors}
     row["error"] = error
     row["matches"] = bool(error <= TOLERANCE)
     return row
+
+
+def _cpu_limit() -> int:
+    from lowerkit.target import CPU_OP_CONFIG_NATIVE_VECTORS, Target, native_vector_bytes
+
+    return native_vector_bytes(Target.parse("cpu")) * CPU_OP_CONFIG_NATIVE_VECTORS // 4
 
 
 # -- per-dispatch profile ----------------------------------------------------------------------
@@ -161,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--torch-threads", type=int, default=2)
     p.add_argument("--no-profile", action="store_true", help="skip the per-dispatch profile")
+    p.add_argument("--tiles", help="also time lowerkit with each attention tile triple R,r,k "
+                   "(rows per workgroup, rows per vector tile, keys per step), ';'-separated")
     p.add_argument("--json", type=Path, help="store the run here")
     a = p.parse_args(argv)
     if a.list:
@@ -172,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     warm_up("cpu")
     rows = []
     for name in names:
-        rows.append(bench_case(name, a.rounds))
+        tiles = [tuple(int(x) for x in t.split(",")) for t in a.tiles.split(";")] if a.tiles else []
+        rows.append(bench_case(name, a.rounds, tiles))
         r = rows[-1]
         ms = r["median_ms"]
         print(f"{name}: eager {ms.get('eager', float('nan')):.3f} ms, torch.compile "
@@ -194,6 +234,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"geomean lowerkit × eager {geomean([r['lowerkit_vs_eager'] for r in rows]):.3f}, "
           f"× torch.compile {geomean([r['lowerkit_vs_torch_compile'] for r in rows]):.3f}; "
           f"{sum(r['matches'] for r in rows)} of {len(rows)} within {TOLERANCE:g} of eager")
+    if a.tiles:
+        tried = [k for k in rows[0]["median_ms"] if k.startswith("lowerkit@")]
+        t = Table(title="the same calls, ms, at other attention tiles (R,r,k: rows per workgroup, "
+                        "rows per vector tile, keys per step)")
+        for col in ("case", "eager", "lowerkit (its tiles)", *tried):
+            t.add_column(col, justify="left" if col == "case" else "right")
+        for r in rows:
+            ms = r["median_ms"]
+            t.add_row(r["model"], f"{ms['eager']:.3f}",
+                      f"{ms['lowerkit']:.3f} ({','.join(map(str, r['tiles']['lowerkit']))})",
+                      *(f"{ms[k]:.3f}" for k in tried))
+        Console(width=200).print(t)
     dispatches = None if a.no_profile else profile()
     if dispatches:
         for label in ("before", "after"):

@@ -718,6 +718,19 @@ def render_attention(data: dict, path: str) -> str:
     if load:
         text.append(f"Load average {_num(load[0], 2)} at the end of the run.")
     out = "\n".join(lines) + "\n\n" + " ".join(text)
+    if cases and cases[0].get("tiles"):  # --tiles: lowerkit again at other attention tiles
+        tried = [",".join(map(str, t)) for t in cases[0]["tiles"]["tried"]]
+        out += ("\n\n| case: ms at attention tiles R,r,k | lowerkit's own | "
+                + " | ".join(tried) + " |\n| --- | ---: |" + " ---: |" * len(tried) + "\n")
+        for r in cases:
+            ms, own = r["median_ms"], ",".join(map(str, r["tiles"]["lowerkit"]))
+            best = min(ms[k] for k in ms if k.startswith("lowerkit"))
+            cell = lambda k: (f"**{_num(ms[k])}**" if ms[k] == best else _num(ms[k]))  # noqa: E731
+            out += (f"| {r['model']} | {cell('lowerkit')} ({own}) | "
+                    + " | ".join(cell("lowerkit@" + t) for t in tried) + " |\n")
+        worst = max(e for r in cases for e in r["tiles"]["errors"].values())
+        out += (f"\nEvery tile's largest error is within {_num(worst, 2)} of eager's output "
+                "scale; the fastest of each row in bold.")
     dispatches = data.get("dispatches")
     if dispatches:
         before, after = dispatches["before"], dispatches["after"]
@@ -980,6 +993,13 @@ BLOCKS: dict[str, Block] = {
          "d64-plain-128,d64-plain-197,d64-plain-200,d64-plain-224,d64-plain-256,d64-plain-1500,"
          "d64-plain-1504 --no-profile "
          "--json benchmarks/results/attention-lengths.json",),
+        render_attention, torch_threads=2),
+    "attention-tiles-zen3": Block(
+        ("attention-tiles-zen3.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --cases d16-plain-1500,d64-plain-512,d64-plain-1024,d64-plain-1504"
+         " --tiles '64,4,32;64,2,32;32,1,32;16,2,32;32,2,16' --no-profile"
+         " --json benchmarks/results/attention-tiles-zen3.json",),
         render_attention, torch_threads=2),
     "gemm": Block(
         ("gemm.json",),
