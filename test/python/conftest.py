@@ -104,11 +104,16 @@ def _llvmpipe_repeats_slow(items) -> None:
 _ALL_CASES_BY_DEFAULT = {"test_zoo.py", "test_spine_models.py", "test_cpu_targets.py",
                          "test_planted_faults.py"}
 CASES_BY_DEFAULT = 2
+# Regressions of one defect each, whose further cases are mostly the same fix on another
+# target (Vulkan after CPU) or shape: their first case by default. The suite ran 21 minutes on
+# a 2-core Zen 3 (scripts/test, 1263 s) with two; these files' second cases were about 140 of
+# its 2400 test-seconds.
+FIRST_CASE_ONLY = {"test_fuzz_regressions.py", "test_defects.py", "test_decompositions.py"}
 
 
 def _further_cases_slow(items) -> None:
     """A parametrized test runs its first two cases (in collection order, not counting the slow
-    ones) by default and the rest in the slow tier: on 2 cores the whole suite took 35 minutes
+    ones; one in `FIRST_CASE_ONLY`'s files) by default and the rest in the slow tier: on 2 cores the whole suite took 35 minutes
     (4150 test-seconds, most of them cases of one regression on more shapes and dtypes), and
     the budget is 20. ``LOWERKIT_SLOW=1`` (or ``-m slow``) runs every case; scripts/
     planted_faults.py does, so each planted fault still meets all of its tests."""
@@ -119,7 +124,7 @@ def _further_cases_slow(items) -> None:
             continue
         key = (item.path, item.originalname)
         seen[key] = seen.get(key, 0) + 1
-        if seen[key] > CASES_BY_DEFAULT:
+        if seen[key] > (1 if item.path.name in FIRST_CASE_ONLY else CASES_BY_DEFAULT):
             item.add_marker(pytest.mark.slow)
 
 
