@@ -95,7 +95,7 @@ def _with_tiles(model, args, tiles: tuple[int, int, int]):
     return lambda: art(*args)
 
 
-def bench_case(name: str, rounds: int, tiles: list[tuple[int, int, int]] = ()) -> dict:
+def bench_case(name: str, rounds: int, tiles: tuple[tuple[int, int, int], ...] = ()) -> dict:
     model, args, flops = case(name)
     result = BenchResult(name, flops=flops)
     with warnings.catch_warnings():
@@ -106,20 +106,13 @@ def bench_case(name: str, rounds: int, tiles: list[tuple[int, int, int]] = ()) -
         with torch.inference_mode():
             expected = model(*args)
         errors = {k: ((c() - expected).abs().max() / expected.abs().max()).item()
-                  for k, c in calls.items() if k.startswith("lowerkit@")}
-        if "lowerkit" in calls:
-            with torch.inference_mode():
-                expected = model(*args)
-            got = calls["lowerkit"]()
-            error = ((got - expected).abs().max() / expected.abs().max()).item()
-        else:
-            error = float("nan")
+                  for k, c in calls.items() if k.startswith("lowerkit")}
+        error = errors.pop("lowerkit", float("nan"))
         measure(calls, result, rounds=rounds)
     row = result.to_json()
     if tiles:
-        from lowerkit.passes import attention
-
         from lowerkit.ingress.decompositions import MAX_KEY_TILE, _sdpa_tile_poor
+        from lowerkit.passes import attention
 
         _, _, n, d = args[0].shape
         # the length `cpu_tiles` sees: `_sdpa_padded` pads a tile-poor one
@@ -210,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     meta = run_metadata()
     warm_up("cpu")
     rows = []
+    tiles = tuple(tuple(int(x) for x in t.split(",")) for t in (a.tiles or "").split(";") if t)
     for name in names:
-        tiles = [tuple(int(x) for x in t.split(",")) for t in a.tiles.split(";")] if a.tiles else []
         rows.append(bench_case(name, a.rounds, tiles))
         r = rows[-1]
         ms = r["median_ms"]

@@ -40,7 +40,7 @@ MODELS = ("resnet18,resnet_small,simple_cnn,unet_small,mobilenet_v2_small,tcn,re
 # ``--im2col``: a third form, every convolution the rule would write per tap left whole for
 # IREE's im2col (`tuning.forced(IM2COL)`, the rule's other form), data tiling off for them: on a
 # CPU where data tiling loses, fewer dispatches to compile than the rule's per-tap ones.
-IM2COL = "im2col"
+IM2COL = tuning.IM2COL
 
 
 def _forms(im2col: bool) -> tuple[str, ...]:
@@ -49,9 +49,7 @@ def _forms(im2col: bool) -> tuple[str, ...]:
 
 def _compiling(form: str):
     """The context a compile of ``form`` runs in."""
-    if form == IM2COL:
-        return tuning.forced(tuning.IM2COL)
-    return tuning.forced_convolutions(form)
+    return tuning.forced(IM2COL) if form == IM2COL else tuning.forced_convolutions(form)
 
 
 def bench_model(name: str, rounds: int, im2col: bool = False) -> dict:

@@ -15,8 +15,8 @@ The peak is measured, not taken from a data sheet: a C loop of independent fused
 on the widest vectors ``gcc -march=native`` gives (no memory traffic), on one OpenMP thread per
 usable core, best of several runs. Sixteen accumulators with AVX-512's 32 vector registers;
 twelve with AVX2's 16, where sixteen accumulators and the two operands spilled to the stack and
-the loop measured 117 GFLOP/s on a 2-core Zen 3 whose unspilled loop gives 205. On a loaded machine it comes out low,
-as everything else does; the stored run records the load.
+the loop measured 117 GFLOP/s on a 2-core Zen 3 whose unspilled loop gives 205. On a loaded
+machine it comes out low, as everything else does; the stored run records the load.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def measured_peak() -> dict:
         src, exe = Path(tmp) / "peak.c", Path(tmp) / "peak"
         src.write_text(PEAK_C)
         cmd = ["gcc", "-O3", "-march=native", "-ffp-contract=fast", "-fopenmp",
-               f"-DVEC_BYTES={vec_bytes}", f"-DACCUMULATORS={accumulators}", str(src), "-o", str(exe)]
+               f"-DVEC_BYTES={vec_bytes}", f"-DACCUMULATORS={accumulators}",
+               str(src), "-o", str(exe)]
         subprocess.run(cmd, check=True, capture_output=True)
         out = subprocess.run([str(exe)], capture_output=True, text=True, check=True,
                              env={**os.environ, "OMP_NUM_THREADS": str(threads)})

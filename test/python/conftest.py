@@ -113,9 +113,9 @@ FIRST_CASE_ONLY = {"test_fuzz_regressions.py", "test_defects.py", "test_decompos
 
 def _further_cases_slow(items) -> None:
     """A parametrized test runs its first two cases (in collection order, not counting the slow
-    ones; one in `FIRST_CASE_ONLY`'s files) by default and the rest in the slow tier: on 2 cores the whole suite took 35 minutes
-    (4150 test-seconds, most of them cases of one regression on more shapes and dtypes), and
-    the budget is 20. ``LOWERKIT_SLOW=1`` (or ``-m slow``) runs every case; scripts/
+    ones; one in `FIRST_CASE_ONLY`'s files) by default and the rest in the slow tier: on 2 cores
+    the whole suite took 35 minutes (4150 test-seconds, most of them cases of one regression on
+    more shapes and dtypes), and the budget is 20. ``LOWERKIT_SLOW=1`` (or ``-m slow``) runs every case; scripts/
     planted_faults.py does, so each planted fault still meets all of its tests."""
     seen: dict[tuple, int] = {}
     for item in items:
@@ -124,7 +124,8 @@ def _further_cases_slow(items) -> None:
             continue
         key = (item.path, item.originalname)
         seen[key] = seen.get(key, 0) + 1
-        if seen[key] > (1 if item.path.name in FIRST_CASE_ONLY else CASES_BY_DEFAULT):
+        cases = 1 if item.path.name in FIRST_CASE_ONLY else CASES_BY_DEFAULT
+        if seen[key] > cases:
             item.add_marker(pytest.mark.slow)
 
 

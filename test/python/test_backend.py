@@ -491,7 +491,8 @@ def _float_comparisons(a, b, x):
             torch.tensor(lhs < rhs) & (x > v).any())
 
 
-# slow on a 2-core Zen 3 (the suite's budget is 20 min): 15 s; scalars and bools read from data stay covered (test_scalars_computed_from_data_*, test_bools_read_from_data_*)
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 15 s; scalars and bools read from data
+# stay covered (test_scalars_computed_from_data_*, test_bools_read_from_data_*)
 @pytest.mark.slow
 def test_comparisons_with_a_float_read_from_data_stay_in_lowerkits_graph():
     """``float(t) >= int(u)`` imports as ``aten.ge.float`` and kin, which torch-mlir's backend

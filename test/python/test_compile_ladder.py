@@ -136,7 +136,8 @@ def test_per_tap_convolutions_go_whole_before_data_tiling_is_dropped(tmp_path, m
         assert compare(art(x), front(x)).ok
 
 
-# slow on a 2-core Zen 3 (the suite's budget is 20 min): 20 s: two rejected rungs compiled in turn; each rung alone stays covered
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 20 s: two rejected rungs compiled in
+# turn; each rung alone stays covered
 @pytest.mark.slow
 def test_per_tap_convolutions_take_a_safer_rung_when_whole_ones_need_one_too(tmp_path,
                                                                              monkeypatch):

@@ -340,7 +340,8 @@ class ShuffleUnit(torch.nn.Module):
         return y.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
 
 
-# slow on a 2-core Zen 3 (the suite's budget is 20 min): 20 s; depthwise convs on Vulkan stay covered by test_depthwise_convs_on_the_portable_vulkan_target
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 20 s; depthwise convs on Vulkan stay
+# covered by test_depthwise_convs_on_the_portable_vulkan_target
 @pytest.mark.slow
 @pytest.mark.parametrize("vk", ["vulkan", "vulkan:llvmpipe"])
 def test_shufflenet_unit_on_vulkan(vk):
@@ -474,7 +475,8 @@ class _AdaptivePools(torch.nn.Module):
                 F.avg_pool2d(x[0], 2))
 
 
-# slow on a 2-core Zen 3 (the suite's budget is 20 min): 23 s; dynamic sizes stay covered by the spine's dynamic batch and the views' tests
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 23 s; dynamic sizes stay covered by the
+# spine's dynamic batch and the views' tests
 @pytest.mark.slow
 def test_adaptive_pooling_over_dynamic_sizes():
     """torch-mlir lowers adaptive pooling over dynamic sizes to a pooling with a computed
@@ -507,7 +509,8 @@ class _CeilModePools(torch.nn.Module):
                              return_indices=True))
 
 
-# slow on a 2-core Zen 3 (the suite's budget is 20 min): 19 s; ceil-mode max pooling with indices stays covered over static sizes (test_decompositions.py's beside_nan)
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 19 s; ceil-mode max pooling with indices
+# stays covered over static sizes (test_decompositions.py's beside_nan)
 @pytest.mark.slow
 def test_ceil_mode_max_pooling_with_indices_over_dynamic_sizes():
     """A ceil-mode pooling's output size over dynamic sizes is a ``sym_min`` of sizes, which
@@ -535,7 +538,8 @@ class _LinearUpsampling(torch.nn.Module):
                 torch.ops.aten.upsample_bilinear2d.default(x, [4, 6], False))
 
 
-# slow on a 2-core Zen 3 (the suite's budget is 20 min): 13 s; linear upsampling stays covered over static sizes (test_zoo's interpolate)
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 13 s; linear upsampling stays covered
+# over static sizes (test_zoo's interpolate)
 @pytest.mark.slow
 def test_linear_upsampling_over_dynamic_sizes():
     """lowerkit's decomposition of linear upsampling (eager's rounding of the source index)
@@ -563,7 +567,8 @@ def _scaled_matmuls(a, b, scale_a, scale_b, bias):
                              out_dtype=torch.float16))
 
 
-# slow on a 2-core Zen 3 (the suite's budget is 20 min): 12 s: float8 operands, which no model of the zoo has
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 12 s: float8 operands, which no model of
+# the zoo has
 @pytest.mark.slow
 def test_scaled_matmul_of_float8_operands():
     """``torch._scaled_mm`` (float8 operands, per-tensor scales) had no lowering in

@@ -112,7 +112,8 @@ def test_a_fuzz_sweep_on_ray_gives_the_in_process_verdicts(local_ray, tmp_path):
     _fuzz_on_ray_matches_in_process(local_ray, tmp_path, 2, faults_at=())
 
 
-# slow on a 2-core Zen 3 (the suite's budget is 20 min): 19 s, most of it starting a local Ray; test_executor.py resumes a run in process
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 19 s, most of it starting a local Ray;
+# test_executor.py resumes a run in process
 @pytest.mark.slow
 def test_a_ray_run_stopped_halfway_and_resumed_ends_as_the_same_file(local_ray, tmp_path):
     items = [Item(f"i{n:02d}", {"n": n}) for n in range(10)]

@@ -100,7 +100,8 @@ def adaptive_max_pools_1d(a, b):  # a: [1, 3, 4]; b: [2, 3, 12] float32
             F.adaptive_max_pool1d(a.half(), 2), uneven, uneven_index, even, even_index)
 
 
-# slow on a 2-core Zen 3 (the suite's budget is 20 min): 22 s: nine adaptive max pools, a corner the fuzz campaigns replay
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 22 s: nine adaptive max pools, a corner
+# the fuzz campaigns replay
 @pytest.mark.slow
 def test_adaptive_max_pooling_with_indices_over_static_sizes():
     gen = torch.Generator().manual_seed(0)
@@ -823,7 +824,8 @@ def _infinite_then_bilinear(x):
             F.interpolate(x[:1, :, None].expand(1, 3, 3, 5, 6), size=(3, 4, 9), mode="trilinear"))
 
 
-# slow on a 2-core Zen 3 (the suite's budget is 20 min): 22 s: two interpolation programs with infinities, a corner the fuzz campaigns replay
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 22 s: two interpolation programs with
+# infinities, a corner the fuzz campaigns replay
 @pytest.mark.slow
 @pytest.mark.runs_target
 @pytest.mark.parametrize("target", ["cpu", "vulkan:llvmpipe"])

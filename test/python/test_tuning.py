@@ -517,7 +517,9 @@ def test_data_tiled_code_that_keeps_more_stack_than_irees_defaults_compiles_and_
     assert "calls ok" in done.stdout
 
 
-# slow on a 2-core Zen 3 (the suite's budget is 20 min): 15 s; test_a_changed_choice_is_not_answered_from_the_cache keeps forced and stored forms apart by default
+# slow on a 2-core Zen 3 (the suite's budget is 20 min): 15 s;
+# test_a_changed_choice_is_not_answered_from_the_cache keeps forced and stored forms apart by
+# default
 @pytest.mark.slow
 def test_the_convolution_strategy_keys_the_cache(tmp_path, monkeypatch):
     """A program compiled per tap is never answered for the data-tiled strategy, or back."""
