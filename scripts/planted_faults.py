@@ -1467,6 +1467,11 @@ FAULTS = [
           "python/lowerkit/collector.py",
           "                gc.collect()\n                gc.freeze()\n",
           "                gc.freeze()\n"),
+    Fault("weights-external-for-cpu-and-vulkan", "a compile for cpu+vulkan keeps its weights as parameters, which its Vulkan device would read",
+          ["test/python/test_weights.py::test_a_compile_for_cpu_and_vulkan_compiles_its_weights_in"],
+          "python/lowerkit/api.py",
+          '    return "inline" if "vulkan" in Target.parse(target).runtime_drivers else "external"\n',
+          '    return "inline" if Target.parse(target).runtime_drivers == ("vulkan",) else "external"\n'),
 ]
 
 
