@@ -227,3 +227,40 @@ def test_rejected_data_tiled_convolutions_compile_as_the_rule_writes_them(monkey
     with torch.inference_mode():
         check = compare(art(x), conv(x))
     assert check.ok, check.message
+
+
+class _NormedHead(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 16)
+        self.norm = torch.nn.LayerNorm(16)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.norm(self.linear(x))).softmax(-1)
+
+
+def test_a_failure_iree_blames_on_its_optimization_level_keeps_the_other_fast_flags(monkeypatch):
+    """IREE 3.13 at -O2/-O3 rejects this training graph's forward on every x86 CPU ("write
+    affecting operations on global resources are restricted to workgroup distributed
+    contexts"); at its default level it compiles. The ladder drops that flag alone, at once:
+    one failed compile, not four, and data tiling and microkernels stay."""
+    real, tried = compiler._compile_once, []
+
+    def once(bytecode, target, extra, dropped, *rest):
+        tried.append(dropped)
+        return real(bytecode, target, extra, dropped, *rest)
+    monkeypatch.setattr(compiler, "_compile_once", once)
+    monkeypatch.setattr(compiler, "_WARNED", set())
+    torch.manual_seed(0)
+    model = _NormedHead()
+    x = torch.randn(4, 16)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="lowerkit", options={"strict": True, "cache": False})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = compiled(x)
+    assert compare(got, model(x)).ok
+    forward = [t for t in tried if "--iree-opt-level=O3" in t]
+    assert tried[0] == () and forward == [("--iree-opt-level=O3",)], tried
+    said = [str(w.message) for w in caught if "safer rung" in str(w.message)]
+    assert said and "'fast, no O3'" in said[0], said
