@@ -268,9 +268,10 @@ def compile_to_vmfb(
 # the flag that causes it). The ladder tries the same rung without that flag before climbing
 # down, which would drop data tiling, microkernels and im2col first and compile up to four times.
 KNOWN_CAUSES = (
-    # IREE 3.13 at -O2 and above, llvm-cpu: a training graph's forward (aot_autograd's saved
-    # LayerNorm statistics beside a matmul) "failed on workgroup distribution verification";
-    # at IREE's default level it compiles, with data tiling and microkernels on
+    # IREE 3.13 at -O2 and above, llvm-cpu (host, znver4, sapphirerapids, x86-64-v3): the
+    # training forward of a 16-wide Linear, LayerNorm, GELU and softmax "failed on workgroup
+    # distribution verification" (256-wide ones compiled); at IREE's default level it
+    # compiles, with data tiling and microkernels on
     ("write affecting operations on global resources are restricted to workgroup distributed "
      "contexts", "no O3", "--iree-opt-level=O3"),
 )
