@@ -12,11 +12,17 @@ timed by `lowerkit bench`'s harness (`lowerkit.tools.bench.measure`: interleaved
 settle before each sample). ``data-tiled rung`` names a data-tiled compile that iree-compile
 rejected, so that the program was compiled as the rule writes it
 (`api._data_tiled_or_rule`).
+
+``--forms`` picks the forms compiled (default ``rule,data-tiled``; ``--im2col`` adds
+``im2col``). ``rule-before`` is the rule as it was before thick convolutions (128+ input
+channels) went whole when strided or small (`decompositions.THICK_CHANNELS`): every dense
+one with 8+ channels per tap, so that one run times the rule against its predecessor.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -29,6 +35,7 @@ from rich.table import Table
 
 import lowerkit
 from lowerkit import tuning
+from lowerkit.ingress import decompositions
 from lowerkit.runtime.numerics import compare
 from lowerkit.tools.bench import BenchResult, measure, run_metadata, warm_up
 from lowerkit.zoo import ZOO, get, real_shapes
@@ -43,16 +50,30 @@ MODELS = ("resnet18,resnet_small,simple_cnn,unet_small,mobilenet_v2_small,tcn,re
 IM2COL = tuning.IM2COL
 
 
-def _forms(im2col: bool) -> tuple[str, ...]:
-    return (*tuning.CONVOLUTION_STRATEGIES, *((IM2COL,) if im2col else ()))
+RULE_BEFORE = "rule-before"
+FORMS = (*tuning.CONVOLUTION_STRATEGIES, IM2COL, RULE_BEFORE)
+
+
+@contextlib.contextmanager
+def _rule_before():
+    """The rule with no convolution too thick to go per tap (its form before THICK_CHANNELS)."""
+    keep = decompositions.THICK_CHANNELS
+    decompositions.THICK_CHANNELS = sys.maxsize
+    try:
+        with tuning.forced_convolutions(tuning.RULE):
+            yield
+    finally:
+        decompositions.THICK_CHANNELS = keep
 
 
 def _compiling(form: str):
     """The context a compile of ``form`` runs in."""
+    if form == RULE_BEFORE:
+        return _rule_before()
     return tuning.forced(IM2COL) if form == IM2COL else tuning.forced_convolutions(form)
 
 
-def bench_model(name: str, rounds: int, im2col: bool = False) -> dict:
+def bench_model(name: str, rounds: int, forms: tuple[str, ...]) -> dict:
     if name in ZOO:
         model, args, kwargs = get(name).make()
     else:  # a real-shape program (`lowerkit bench real`)
@@ -61,7 +82,7 @@ def bench_model(name: str, rounds: int, im2col: bool = False) -> dict:
     with torch.inference_mode():
         want = model(*args, **kwargs)
     calls["eager"] = lambda: model(*args, **kwargs)
-    for strategy in _forms(im2col):
+    for strategy in forms:
         with _compiling(strategy):
             start = time.perf_counter()
             art = lowerkit.compile(model, args, kwargs, cache=False)
@@ -80,7 +101,8 @@ def bench_model(name: str, rounds: int, im2col: bool = False) -> dict:
     timed = result.to_json()
     ms = timed["median_ms"]
     return {"model": name, "median_ms": ms, "samples_ms": timed["samples_ms"],
-            "rule_over_data_tiled": ms[tuning.RULE] / ms[tuning.DATA_TILED],
+            **({"rule_over_data_tiled": ms[tuning.RULE] / ms[tuning.DATA_TILED]}
+               if tuning.DATA_TILED in ms else {}),
             "compile_s": seconds, "dispatches": dispatches, "rungs": rungs,
             "error_over_scale": errors}
 
@@ -92,26 +114,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--torch-threads", type=int, default=2)
     p.add_argument("--im2col", action="store_true",
                    help="also every convolution whole for IREE's im2col, not data-tiled")
+    p.add_argument("--forms", default=",".join(tuning.CONVOLUTION_STRATEGIES),
+                   help=f"forms compiled, comma-separated, of {', '.join(FORMS)}")
     p.add_argument("--json", type=Path)
     a = p.parse_args(argv)
+    forms = tuple(a.forms.split(",")) + ((IM2COL,) if a.im2col else ())
+    unknown = [f for f in forms if f not in FORMS]
+    if unknown or tuning.RULE not in forms:
+        p.error(f"--forms: {', '.join(unknown) or 'rule missing'}; forms are {', '.join(FORMS)}"
+                f", the rule among them")
     os.environ[tuning.ENV] = "off"  # each strategy alone, not a stored one
     torch.set_num_threads(a.torch_threads)
     meta = run_metadata()
     warm_up("cpu")
-    rows = [bench_model(m, a.rounds, a.im2col) for m in a.models.split(",")]
-    table = Table(title="dense 2-D convolutions: the rule against IREE's data tiling, "
-                        "ms a call (median, interleaved) and compile s")
-    for col in ("model", "eager", "rule", "data-tiled", "rule / data-tiled",
-                "compile s: rule / data-tiled", "dispatches", "data-tiled rung"):
-        table.add_column(col, justify="left" if col == "model" else "right")
+    rows = [bench_model(m, a.rounds, forms) for m in a.models.split(",")]
+    table = Table(title="dense 2-D convolutions by form: ms a call (median, interleaved), "
+                        "compile s, dispatches")
+    table.add_column("model")
+    for form in ("eager", *forms):
+        table.add_column(f"{form} ms", justify="right")
+    for form in forms:
+        table.add_column(f"{form}: compile s, dispatches, rung", justify="right")
     for r in rows:
         ms, s, d = r["median_ms"], r["compile_s"], r["dispatches"]
-        table.add_row(r["model"], f"{ms['eager']:.3g}", f"{ms[tuning.RULE]:.3g}",
-                      f"{ms[tuning.DATA_TILED]:.3g}", f"{r['rule_over_data_tiled']:.2f}×",
-                      f"{s[tuning.RULE]:.1f} / {s[tuning.DATA_TILED]:.1f}",
-                      f"{d[tuning.RULE]} / {d[tuning.DATA_TILED]}", r["rungs"][tuning.DATA_TILED])
-    Console().print(table)
-    if a.im2col:
+        table.add_row(r["model"], *(f"{ms[f]:.3g}" for f in ("eager", *forms)),
+                      *(f"{s[f]:.1f}, {d[f]}, {r['rungs'][f]}" for f in forms))
+    Console(width=250).print(table)
+    if IM2COL in forms:
         forms = Table(title="every convolution through IREE's im2col, against the rule")
         for col in ("model", "rule ms", "im2col ms", "compile s: rule / im2col", "dispatches"):
             forms.add_column(col, justify="left" if col == "model" else "right")

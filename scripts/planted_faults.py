@@ -1482,6 +1482,16 @@ FAULTS = [
           "python/lowerkit/iree/compiler.py",
           "        if message in text and flag in target.compile_flags() and flag not in dropped:\n",
           "        if False:\n"),
+    Fault("thick-convolutions-per-tap", "the rule writes every thick convolution per tap, strided or small",
+          ["test/python/test_tuning.py::test_the_rule_sends_thick_strided_or_small_convolutions_whole"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    if x.dim() != 4 or x.shape[1] < THICK_CHANNELS:\n",
+          "    if True:\n"),
+    Fault("thick-convolutions-stride-ignored", "the rule sends a thick convolution whole only for its size, not its stride",
+          ["test/python/test_tuning.py::test_the_rule_sends_thick_strided_or_small_convolutions_whole"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    return all(s == 1 for s in stride) and positions >= MIN_THICK_TAP_POSITIONS\n",
+          "    return positions >= MIN_THICK_TAP_POSITIONS\n"),
 ]
 
 

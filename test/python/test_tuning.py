@@ -66,6 +66,35 @@ def test_the_rule_decides_without_a_database():
     assert _whole(imported.module) == THIN_WHOLE and used == {}
 
 
+class ThickConvs(torch.nn.Module):
+    """Four dense 3x3 convolutions, one a side of each bound of the rule for thick ones
+    (`decompositions.THICK_CHANNELS`, `MIN_THICK_TAP_POSITIONS`)."""
+
+    def __init__(self):
+        super().__init__()
+        conv = lambda c, stride: torch.nn.Conv2d(c, c, 3, stride, 1, bias=False)  # noqa: E731
+        self.at_28 = conv(128, 1)          # per tap: 784 output positions
+        self.strided = conv(128, 2)        # whole: strided
+        self.at_14 = conv(128, 1)          # whole: 196 output positions
+        self.thinner = conv(64, 2)         # per tap: strided, but thinner than 128 channels
+
+    def forward(self, x):
+        y = self.strided(self.at_28(x))
+        return self.at_14(y), self.thinner(x[:, :64])
+
+
+def test_the_rule_sends_thick_strided_or_small_convolutions_whole():
+    """A thick convolution (128+ input channels) goes whole when strided or under 28x28 output
+    positions, and per tap otherwise; a thinner strided one stays per tap."""
+    torch.manual_seed(0)
+    model, args = ThickConvs().eval(), (torch.randn(1, 128, 28, 28),)
+    with tuning.applied("cpu", TuningDatabase("/nonexistent/tuning.json")) as used:
+        imported = import_program(model, args)
+    assert sorted(_whole(imported.module)) == ["!torch.vtensor<[1,128,14,14],f32>"] * 2
+    assert str(imported.module).count("torch.aten.mm ") == 18  # at_28's and thinner's taps
+    assert used == {}
+
+
 def test_a_stored_choice_decides_each_convolutions_form(tmp_path, monkeypatch):
     model, args = two_convs()
     db = _database(tmp_path, {WIDE: IM2COL, THIN: TAPS})  # the opposite of the rule, both

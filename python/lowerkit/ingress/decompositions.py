@@ -175,12 +175,25 @@ class _KeptWhole(threading.local):
 # too thin (K = C_in) and IREE's im2col form is kept (e.g. an RGB stem).
 MIN_TAP_CHANNELS = 8
 MAX_TAPS = 9
+# A dense 2-D convolution this thick (input channels) goes whole to im2col when it is strided
+# or has fewer output positions than `MIN_THICK_TAP_POSITIONS`: its one matmul over K = taps x
+# C_in beats the taps' thin matmuls, each with few rows and, strided, a gathered window, and
+# its column matrix is small. Measured per shape on three CPUs (`lowerkit tune`'s interleaved
+# runs on a Zen 3 and a Zen 4, benchmarks/conv_taps.py on a Zen 5): ResNet's five strided
+# shapes with 128 to 512 channels and its 14x14 one were faster by im2col on every CPU, and its
+# 7x7 one on two of three, while the 64-channel strided shape and the 28x28 and 56x56 ones kept
+# per tap faster on all three. Writing them whole also gives IREE a quarter of the dispatches
+# to compile (3 against 12 a convolution).
+THICK_CHANNELS = 128
+MIN_THICK_TAP_POSITIONS = 28 * 28
 
 
-def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int], groups: int = 1) -> bool:
+def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int], groups: int = 1,
+             positions: int | None = None) -> bool:
     """Whether a convolution of ``x`` by ``w`` goes per tap rather than whole to IREE (im2col
     for a dense one, its depthwise kernel for a depthwise one): the rule where no measured
-    choice is stored (`lowerkit.tuning`)."""
+    choice is stored (`lowerkit.tuning`). ``positions``: its output positions per image
+    (default: the input's, divided by the strides, as with "same" padding)."""
     taps = 1
     for k in w.shape[2:]:
         taps *= k
@@ -188,7 +201,15 @@ def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int], groups: int = 
         return False
     if groups != 1:  # depthwise: IREE's kernel was slower at every MobileNetV2 shape
         return True
-    return x.shape[1] >= MIN_TAP_CHANNELS
+    if x.shape[1] < MIN_TAP_CHANNELS:
+        return False
+    if x.dim() != 4 or x.shape[1] < THICK_CHANNELS:
+        return True
+    if positions is None:
+        positions = 1
+        for size, s in zip(x.shape[2:], stride):
+            positions *= -(-size // s)
+    return all(s == 1 for s in stride) and positions >= MIN_THICK_TAP_POSITIONS
 
 
 def _depthwise(x: torch.Tensor, w: torch.Tensor, groups: int) -> bool:
@@ -238,14 +259,18 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
                              tuple(dilation), bias is not None, groups)
     if not depthwise and spatial == 2 and tuning.dense_convolutions_whole():
         return NotImplemented  # the CPU's measured strategy: IREE data-tiles it whole
-    chosen = tuning.choice_for(shape)
-    if chosen == tuning.IM2COL or (chosen is None and not taps_pay(x, w, stride, groups)):
-        return NotImplemented
     n, c = x.shape[:2]
     sizes = x.shape[2:]
     out = [(sizes[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
            for i in range(spatial)]
     if any(o <= 0 for o in out):
+        return NotImplemented
+    positions = 1
+    for o in out:
+        positions *= o
+    chosen = tuning.choice_for(shape)
+    if chosen == tuning.IM2COL or (chosen is None
+                                   and not taps_pay(x, w, stride, groups, positions)):
         return NotImplemented
     tuning.wrote_per_tap(shape)
     window = _tap_windows(x, kernel, stride, padding, dilation, out, phased=depthwise)
@@ -257,9 +282,6 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
             term = window(tap) * per_tap[tap]
             y = term if y is None else y + term
         return y.contiguous()
-    positions = 1
-    for o in out:
-        positions *= o
     o_ch = w.shape[0]
     # Taps first, so that each tap's [O, C] weight is one contiguous block.
     per_tap = w.permute(*range(2, 2 + spatial), 0, 1).reshape(taps, o_ch, c)
