@@ -380,6 +380,25 @@ def render_conv_strategy(data: dict, path: str) -> str:
                          f"| {d['rule']} / {d['im2col']} |")
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
+def render_conv_rule(data: dict, path: str) -> str:
+    """benchmarks/conv_strategy.py --forms rule-before,rule,im2col: the convolution rule
+    against the rule before thick convolutions went whole, and every one through im2col."""
+    lines = [f"| model, ms a call (median of {data['rounds']} interleaved rounds) | eager "
+             "| rule before | rule | im2col | rule / rule before "
+             "| compile s: rule before / rule / im2col "
+             "| dispatches: rule before / rule / im2col | error / scale |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["models"]:
+        ms, s, d = r["median_ms"], r["compile_s"], r["dispatches"]
+        forms = ("rule-before", "rule", "im2col")
+        lines.append(f"| {r['model']} | {_num(ms['eager'])} "
+                     + " ".join(f"| {_num(ms[f])}" for f in forms)
+                     + f" | {_ratio(ms['rule'] / ms['rule-before'])} "
+                     + "| " + " / ".join(_num(s[f], 2) for f in forms)
+                     + " | " + " / ".join(str(d[f]) for f in forms)
+                     + f" | {_num(max(r['error_over_scale'].values()), 2)} |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
 # -- backend.py --json -----------------------------------------------------------------------------
 def render_backend(data: dict, path: str) -> str:
     lines = ["| model | eager ms | torch.compile ms | lowerkit ms | backend ms | frozen ms "
@@ -894,6 +913,12 @@ BLOCKS: dict[str, Block] = {
          " --models resnet18,unet_small,resnet50 --im2col"
          " --json benchmarks/results/conv-forms-zen3.json",),
         render_conv_strategy, torch_threads=2),
+    "conv-rule-zen3": Block(
+        ("conv-rule-zen3.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_strategy.py"
+         " --models resnet18,resnet_small,unet_small,resnet50 --forms rule-before,rule,im2col"
+         " --json benchmarks/results/conv-rule-zen3.json",),
+        render_conv_rule, torch_threads=2),
     "conv-strategy-xeon": Block(
         ("conv-strategy-xeon.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_strategy.py"

@@ -264,7 +264,7 @@ def _with_convolutions_whole(rejected: StageError, load, target, pipe, instrumen
         warnings.warn(f"iree-compile took the fast configuration once the {count} convolution(s) "
                       f"written per tap were left whole (IREE's im2col or its own kernels), where "
                       f"per tap it rejected it ({rejected.summary}): compiled that way "
-                      "(Artifact.compile_rung)", stacklevel=4)
+                      "(Artifact.compile_rung)", stacklevel=_callers_level())
         return retried
     with tuning.applied(target) as again_tuned:  # whole needs a safer rung too: per tap, as asked
         again = load()
@@ -273,6 +273,32 @@ def _with_convolutions_whole(rejected: StageError, load, target, pipe, instrumen
                  target, pipe, None, instruments, iree_flags, device, phases)
     art.tuned = dict(again_tuned)
     return art
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` that makes a warning name the first frame outside lowerkit (the
+    caller's line), however deep the compile that warns (cache, retries, the backend)."""
+    import sys
+
+    package = str(Path(__file__).resolve().parent)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (frame.f_code.co_filename.startswith(package)
+                                 or frame.f_code.co_filename.endswith("contextlib.py")):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+# Seen in the configured executables (`--compile-to=executable-configurations`) for one
+# 512-channel 3x3 convolution: for znver4 its encodings resolve to packed tiles and it compiles
+# as a data-tiled matmul (Mmt4dTilingExpert); for znver3 the same encodings resolve to the
+# layout it had (an identity copy), and it compiles by IREE's generic convolution pipeline
+# (ConvTileAndDecomposeExpert) with 4-wide vector tiles. ResNet-18 so ran 11x slower than by
+# the rule on a Zen 3 (benchmarks/results/conv-strategy-zen3.json).
+DIRECT_CONVOLUTIONS = (
+    "convolutions='data-tiled' on a CPU without AVX-512: IREE 3.13 data-tiles convolutions only "
+    "for 512-bit vectors, and compiles them for this CPU as direct convolutions, several times "
+    "slower than the rule's per-tap or im2col forms (README, \"Data-tiled convolutions\"); "
+    "convolutions='rule' keeps those")
 
 
 def _data_tiled_or_rule(imported, records, load, target, pipe, instruments, caller_flags,
@@ -287,6 +313,9 @@ def _data_tiled_or_rule(imported, records, load, target, pipe, instruments, call
     of."""
     import warnings
 
+    direct = not tuning.data_tiling_pays(target)
+    if why is None and direct:
+        warnings.warn(DIRECT_CONVOLUTIONS, stacklevel=_callers_level())
     try:
         art = _lower(imported, records, target, pipe, None, instruments, iree_flags, device,
                      phases, last_rung=0)
@@ -305,10 +334,13 @@ def _data_tiled_or_rule(imported, records, load, target, pipe, instruments, call
             return art
         warnings.warn(f"iree-compile rejected the data-tiled convolutions on its fast "
                       f"configuration ({e.summary}): compiled with the convolutions as the rule "
-                      "writes them (per tap or im2col; Artifact.compile_rung)", stacklevel=4)
+                      "writes them (per tap or im2col; Artifact.compile_rung)",
+                      stacklevel=_callers_level())
         return art
     art.tuned = dict(tuned)
     said = f" ({why}; convolutions='rule' keeps the rule)" if why is not None else ""
+    if direct:
+        said += " (not by IREE 3.13 on this CPU, which has no AVX-512: direct convolutions)"
     art.compile_stats = {**(art.compile_stats or {}), "convolutions": tuning.DATA_TILED + said}
     return art
 

@@ -67,7 +67,7 @@ def test_the_rule_decides_without_a_database():
 
 
 class ThickConvs(torch.nn.Module):
-    """Four dense 3x3 convolutions, one a side of each bound of the rule for thick ones
+    """Five dense 3x3 convolutions, one a side of each bound of the rule for thick ones
     (`decompositions.THICK_CHANNELS`, `MIN_THICK_TAP_POSITIONS`)."""
 
     def __init__(self):
@@ -77,21 +77,23 @@ class ThickConvs(torch.nn.Module):
         self.strided = conv(128, 2)        # whole: strided
         self.at_14 = conv(128, 1)          # whole: 196 output positions
         self.thinner = conv(64, 2)         # per tap: strided, but thinner than 128 channels
+        self.thin_out = torch.nn.Conv2d(128, 64, 3, 1, 1, bias=False)  # per tap: 64 out
 
     def forward(self, x):
         y = self.strided(self.at_28(x))
-        return self.at_14(y), self.thinner(x[:, :64])
+        return self.at_14(y), self.thinner(x[:, :64]), self.thin_out(y)
 
 
 def test_the_rule_sends_thick_strided_or_small_convolutions_whole():
-    """A thick convolution (128+ input channels) goes whole when strided or under 28x28 output
-    positions, and per tap otherwise; a thinner strided one stays per tap."""
+    """A thick convolution (128+ input and output channels) goes whole when strided or under
+    28x28 output positions, and per tap otherwise; a thinner strided one, and a small one with
+    64 output channels, stay per tap."""
     torch.manual_seed(0)
     model, args = ThickConvs().eval(), (torch.randn(1, 128, 28, 28),)
     with tuning.applied("cpu", TuningDatabase("/nonexistent/tuning.json")) as used:
         imported = import_program(model, args)
     assert sorted(_whole(imported.module)) == ["!torch.vtensor<[1,128,14,14],f32>"] * 2
-    assert str(imported.module).count("torch.aten.mm ") == 18  # at_28's and thinner's taps
+    assert str(imported.module).count("torch.aten.mm ") == 27  # at_28's, thinner's, thin_out's
     assert used == {}
 
 
@@ -368,6 +370,26 @@ def test_data_tiled_convolutions_go_whole_with_irees_flags_and_match_eager(monke
     with pytest.raises(TuningError, match="strategy"):
         with tuning.forced_convolutions("im2col"):
             pass
+
+
+@pytest.mark.parametrize("cpu,direct", [("x86-64-v3", True), ("znver4", False)])
+def test_data_tiled_convolutions_asked_for_a_cpu_without_avx512_warn(cpu, direct):
+    """IREE 3.13 data-tiles convolutions only for 512-bit vectors: asked for an AVX2 CPU, the
+    compile warns and its stage table says the convolutions are direct ones. Compiled for a
+    named CPU, not run."""
+    import warnings
+
+    torch.manual_seed(0)
+    model, x = ConvNet().eval(), torch.randn(1, 16, 12, 12)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        art = lowerkit.compile(model, (x,), target=f"cpu:{cpu}", cache=False,
+                               convolutions=tuning.DATA_TILED)
+    said = [str(w.message) for w in caught if "without AVX-512" in str(w.message)]
+    assert len(said) == (1 if direct else 0), [str(w.message) for w in caught]
+    caption = art.stage_table().caption
+    assert "dense 2-D convolutions: data-tiled" in caption, caption
+    assert ("direct convolutions" in caption) == direct, caption
 
 
 class DenseNet(torch.nn.Module):

@@ -175,15 +175,17 @@ class _KeptWhole(threading.local):
 # too thin (K = C_in) and IREE's im2col form is kept (e.g. an RGB stem).
 MIN_TAP_CHANNELS = 8
 MAX_TAPS = 9
-# A dense 2-D convolution this thick (input channels) goes whole to im2col when it is strided
-# or has fewer output positions than `MIN_THICK_TAP_POSITIONS`: its one matmul over K = taps x
-# C_in beats the taps' thin matmuls, each with few rows and, strided, a gathered window, and
-# its column matrix is small. Measured per shape on three CPUs (`lowerkit tune`'s interleaved
-# runs on a Zen 3 and a Zen 4, benchmarks/conv_taps.py on a Zen 5): ResNet's five strided
-# shapes with 128 to 512 channels and its 14x14 one were faster by im2col on every CPU, and its
-# 7x7 one on two of three, while the 64-channel strided shape and the 28x28 and 56x56 ones kept
-# per tap faster on all three. Writing them whole also gives IREE a quarter of the dispatches
-# to compile (3 against 12 a convolution).
+# A dense 2-D convolution this thick (input and output channels) goes whole to im2col when it
+# is strided or has fewer output positions than `MIN_THICK_TAP_POSITIONS`: its one matmul over
+# K = taps x C_in beats the taps' matmuls, each with few rows and, strided, a gathered window,
+# and its column matrix is small next to the work. Measured per shape on three CPUs (`lowerkit
+# tune`'s interleaved runs on a Zen 3 and a Zen 4, benchmarks/conv_taps.py on a Zen 5):
+# ResNet's five strided shapes with 128 to 512 channels and its 14x14 one were faster by
+# im2col on every CPU, and its 7x7 one on two of three, while the 64-channel strided shape and
+# the 28x28 and 56x56 ones kept per tap faster on all three. With few output channels the
+# column matrix is large next to the work: UNet's 192->64 convolution at 16x16 whole made the
+# model 1.36x slower on the Zen 3 (benchmarks/conv_strategy.py), so it stays per tap. Whole,
+# IREE has a quarter of the dispatches to compile (3 against 12 a convolution).
 THICK_CHANNELS = 128
 MIN_THICK_TAP_POSITIONS = 28 * 28
 
@@ -203,7 +205,7 @@ def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int], groups: int = 
         return True
     if x.shape[1] < MIN_TAP_CHANNELS:
         return False
-    if x.dim() != 4 or x.shape[1] < THICK_CHANNELS:
+    if x.dim() != 4 or min(x.shape[1], w.shape[0]) < THICK_CHANNELS:
         return True
     if positions is None:
         positions = 1
