@@ -1052,6 +1052,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_taps.py"
          " --json benchmarks/results/conv-taps.json",),
         render_conv_taps, torch_threads=2),
+    "conv-taps-zen3": Block(
+        ("conv-taps-zen3.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_taps.py"
+         " --json benchmarks/results/conv-taps-zen3.json",),
+        render_conv_taps, torch_threads=2),
     "depthwise": Block(
         ("depthwise.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/depthwise.py"

@@ -184,7 +184,8 @@ MAX_TAPS = 9
 # im2col on every CPU, and its 7x7 one on two of three, while the 64-channel strided shape and
 # the 28x28 and 56x56 ones kept per tap faster on all three. With few output channels the
 # column matrix is large next to the work: UNet's 192->64 convolution at 16x16 whole made the
-# model 1.36x slower on the Zen 3 (benchmarks/conv_strategy.py), so it stays per tap. Whole,
+# model 1.36x slower on the Zen 3 (an unstored benchmarks/conv_strategy.py run), so it stays
+# per tap. Whole,
 # IREE has a quarter of the dispatches to compile (3 against 12 a convolution).
 THICK_CHANNELS = 128
 MIN_THICK_TAP_POSITIONS = 28 * 28
