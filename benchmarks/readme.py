@@ -895,6 +895,12 @@ BLOCKS: dict[str, Block] = {
          ".venv/bin/python benchmarks/compile_cold.py resnet18,resnet50 --repeats 3"
          " --json benchmarks/results/compile-cold-zen3-tuned.json",),
         render_compile_cold),
+    "compile-cold-zen3-thick": Block(
+        ("compile-cold-zen3-thick.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
+         "compile_cold.py resnet18,resnet50 --repeats 3"
+         " --json benchmarks/results/compile-cold-zen3-thick.json",),
+        render_compile_cold),
     "compile-cold-zen5-unheld": Block(
         ("compile-cold-zen5-unheld.json",),
         ("LOWERKIT_HOLD_COLLECTIONS=0 LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python"
