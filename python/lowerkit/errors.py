@@ -31,6 +31,7 @@ class StageError(LowerkitError):
         command: str | None = None,
         *,
         why_no_command: str | None = None,
+        tool_output: str | None = None,
     ):
         self.stage = stage
         self.summary = summary
@@ -38,6 +39,9 @@ class StageError(LowerkitError):
         self.reproducer = reproducer
         self.command = command
         self.why_no_command = why_no_command  # when no command can replay the failure
+        # everything a failed tool printed (iree-compile's stderr), not rendered: the parsed
+        # diagnostics can miss a line that the compile ladder looks for (`KNOWN_CAUSES`)
+        self.tool_output = tool_output
         super().__init__(self._render())
 
     def _render(self) -> str:

@@ -272,8 +272,7 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     for o in out:
         positions *= o
     chosen = tuning.choice_for(shape)
-    if chosen == tuning.IM2COL or (chosen is None
-                                   and not taps_pay(x, w, stride, groups, positions)):
+    if chosen == tuning.IM2COL or chosen is None and not taps_pay(x, w, stride, groups, positions):
         return NotImplemented
     tuning.wrote_per_tap(shape)
     window = _tap_windows(x, kernel, stride, padding, dilation, out, phased=depthwise)

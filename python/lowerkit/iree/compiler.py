@@ -280,7 +280,7 @@ KNOWN_CAUSES = (
 def _known_cause(error: StageError, target: Target,
                  dropped: tuple[str, ...]) -> tuple[str, str] | None:
     """(rung name, flag) for a failure in `KNOWN_CAUSES` whose flag this rung still passes."""
-    text = getattr(error, "tool_output", None) or str(error)
+    text = error.tool_output or str(error)
     for message, name, flag in KNOWN_CAUSES:
         if message in text and flag in target.compile_flags() and flag not in dropped:
             return name, flag
@@ -512,8 +512,6 @@ def _failure(bytecode: bytes, cmd: list[str], summary: str, stderr: str,
     ops = sorted({d.op for d in diags if d.op})
     if ops:
         summary += f": {len(diags)} error(s) on {', '.join(ops)}"
-    failure = error(STAGE, summary, diags, repro, shlex.join(replay))
-    # all of it, for the ladder's `KNOWN_CAUSES`: the diagnostics parsed above can miss a line
-    # (an op located in ``<string>``, a message past the last eight lines)
-    failure.tool_output = stderr
-    return failure
+    # all of stderr, for the ladder's `KNOWN_CAUSES`: the diagnostics parsed above can miss a
+    # line (an op located in ``<string>``, a message past the last eight lines)
+    return error(STAGE, summary, diags, repro, shlex.join(replay), tool_output=stderr)
