@@ -1485,13 +1485,13 @@ FAULTS = [
     Fault("thick-convolutions-per-tap", "the rule writes every thick convolution per tap, strided or small",
           ["test/python/test_tuning.py::test_the_rule_sends_thick_strided_or_small_convolutions_whole"],
           "python/lowerkit/ingress/decompositions.py",
-          "    if x.dim() != 4 or min(x.shape[1], w.shape[0]) < THICK_CHANNELS:\n",
+          "    if x.dim() != 4 or min(x.shape[1], w.shape[0]) < THICK_CHANNELS or tuning.gpu_import():\n",
           "    if True:\n"),
     Fault("thick-convolutions-output-channels-ignored", "the rule calls a convolution thick by its input channels alone",
           ["test/python/test_tuning.py::test_the_rule_sends_thick_strided_or_small_convolutions_whole"],
           "python/lowerkit/ingress/decompositions.py",
-          "    if x.dim() != 4 or min(x.shape[1], w.shape[0]) < THICK_CHANNELS:\n",
-          "    if x.dim() != 4 or x.shape[1] < THICK_CHANNELS:\n"),
+          "    if x.dim() != 4 or min(x.shape[1], w.shape[0]) < THICK_CHANNELS or tuning.gpu_import():\n",
+          "    if x.dim() != 4 or x.shape[1] < THICK_CHANNELS or tuning.gpu_import():\n"),
     Fault("thick-convolutions-stride-ignored", "the rule sends a thick convolution whole only for its size, not its stride",
           ["test/python/test_tuning.py::test_the_rule_sends_thick_strided_or_small_convolutions_whole"],
           "python/lowerkit/ingress/decompositions.py",
@@ -1502,6 +1502,11 @@ FAULTS = [
           "python/lowerkit/api.py",
           "    if why is None and direct:\n",
           "    if False:\n"),
+    Fault("thick-convolutions-whole-on-gpus", "the rule sends thick convolutions whole for a GPU target too, where it was never measured",
+          ["test/python/test_tuning.py::test_the_rule_sends_thick_strided_or_small_convolutions_whole"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    if x.dim() != 4 or min(x.shape[1], w.shape[0]) < THICK_CHANNELS or tuning.gpu_import():\n",
+          "    if x.dim() != 4 or min(x.shape[1], w.shape[0]) < THICK_CHANNELS:\n"),
 ]
 
 

@@ -456,6 +456,12 @@ def dense_convolutions_whole() -> bool:
     return (_active.choices or {}).get(CONVOLUTIONS) == DATA_TILED
 
 
+def gpu_import() -> bool:
+    """Whether the import running on this thread is for a target with a GPU device (inside
+    `applied`); an import outside a compile is taken as for the CPU."""
+    return _active.target is not None and not _active.cpu_only
+
+
 def wrote_per_tap(shape: ConvShape) -> None:
     """Called by the decompositions for each convolution they write per tap."""
     if _active.per_tap is not None:

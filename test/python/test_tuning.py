@@ -87,7 +87,7 @@ class ThickConvs(torch.nn.Module):
 def test_the_rule_sends_thick_strided_or_small_convolutions_whole():
     """A thick convolution (128+ input and output channels) goes whole when strided or under
     28x28 output positions, and per tap otherwise; a thinner strided one, and a small one with
-    64 output channels, stay per tap."""
+    64 output channels, stay per tap. For a GPU target all stay per tap."""
     torch.manual_seed(0)
     model, args = ThickConvs().eval(), (torch.randn(1, 128, 56, 56),)
     with tuning.applied("cpu", TuningDatabase("/nonexistent/tuning.json")) as used:
@@ -96,6 +96,9 @@ def test_the_rule_sends_thick_strided_or_small_convolutions_whole():
                                                "!torch.vtensor<[1,128,28,28],f32>"]
     assert str(imported.module).count("torch.aten.mm ") == 27  # at_28's, thinner's, thin_out's
     assert used == {}
+    with tuning.applied("vulkan", TuningDatabase("/nonexistent/tuning.json")):
+        imported = import_program(model, args)  # measured on CPUs only: per tap, as before
+    assert _whole(imported.module) == [], _whole(imported.module)
 
 
 def test_a_stored_choice_decides_each_convolutions_form(tmp_path, monkeypatch):

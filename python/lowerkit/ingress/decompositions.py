@@ -186,7 +186,8 @@ MAX_TAPS = 9
 # column matrix is large next to the work: UNet's 192->64 convolution at 16x16 whole made the
 # model 1.36x slower on the Zen 3 (an unstored benchmarks/conv_strategy.py run), so it stays
 # per tap. Whole,
-# IREE has a quarter of the dispatches to compile (3 against 12 a convolution).
+# IREE has a quarter of the dispatches to compile (3 against 12 a convolution). Only for
+# CPU targets, where it was measured.
 THICK_CHANNELS = 128
 MIN_THICK_TAP_POSITIONS = 28 * 28
 
@@ -206,8 +207,8 @@ def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int], groups: int = 
         return True
     if x.shape[1] < MIN_TAP_CHANNELS:
         return False
-    if x.dim() != 4 or min(x.shape[1], w.shape[0]) < THICK_CHANNELS:
-        return True
+    if x.dim() != 4 or min(x.shape[1], w.shape[0]) < THICK_CHANNELS or tuning.gpu_import():
+        return True  # measured on CPUs only: a GPU target keeps per tap
     if positions is None:
         positions = 1
         for size, s in zip(x.shape[2:], stride):
