@@ -185,9 +185,8 @@ MAX_TAPS = 9
 # the 28x28 and 56x56 ones kept per tap faster on all three. With few output channels the
 # column matrix is large next to the work: UNet's 192->64 convolution at 16x16 whole made the
 # model 1.36x slower on the Zen 3 (an unstored benchmarks/conv_strategy.py run), so it stays
-# per tap. Whole,
-# IREE has a quarter of the dispatches to compile (3 against 12 a convolution). Only for
-# CPU targets, where it was measured.
+# per tap. Whole, IREE has a quarter of the dispatches to compile (3 against 12 a
+# convolution). Only for CPU targets, where it was measured.
 THICK_CHANNELS = 128
 MIN_THICK_TAP_POSITIONS = 28 * 28
 
