@@ -140,7 +140,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("models", help="comma-separated: zoo names, bert_base, gpt2_base")
     p.add_argument("--json", metavar="FILE")
-    p.add_argument("--convolutions", choices=("rule", "data-tiled"), default=None,
+    p.add_argument("--convolutions", choices=("rule", "data-tiled", "im2col"), default=None,
                    help="lowerkit.compile's convolutions= (default: lowerkit's own choice)")
     p.add_argument("--repeats", type=int, default=1,
                    help="fresh processes per model; the run of median cold time is kept, with "

@@ -265,6 +265,8 @@ def _convolutions_compiled(r: dict, data: dict) -> str:
         return "data-tiled, measured by lowerkit tune"
     if said.startswith("data-tiled ("):
         return "data-tiled, lowerkit's choice"
+    if said.startswith("im2col, as asked"):
+        return "every convolution whole, asked (im2col)"
     return said
 
 
@@ -900,6 +902,12 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
          "compile_cold.py resnet18,resnet50 --repeats 3"
          " --json benchmarks/results/compile-cold-zen3-thick.json",),
+        render_compile_cold),
+    "compile-cold-zen3-im2col": Block(
+        ("compile-cold-zen3-im2col.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
+         "compile_cold.py resnet18,resnet50 --repeats 3 --convolutions im2col"
+         " --json benchmarks/results/compile-cold-zen3-im2col.json",),
         render_compile_cold),
     "compile-cold-zen5-unheld": Block(
         ("compile-cold-zen5-unheld.json",),

@@ -87,10 +87,11 @@ def compile(
     of parameters now and then hung or lost lavapipe's device
     (benchmarks/vulkan_parameter_loads.py).
     ``convolutions``: how dense 2-D convolutions reach a CPU target (`tuning.CONVOLUTIONS`):
-    ``"rule"`` (the default: per tap or im2col, by shape or a stored choice) or
+    ``"rule"`` (the default: per tap or im2col, by shape or a stored choice),
     ``"data-tiled"`` (whole, for IREE's data tiling, channels-last; the rule's form if
-    iree-compile rejects that). Which is faster depends on the model (README, "Data-tiled
-    convolutions").
+    iree-compile rejects that) or ``"im2col"`` (every convolution whole: the fewest
+    dispatches, so the shortest compile, for iterating on a model; its calls may be slower).
+    Which is faster depends on the model (README, "Data-tiled convolutions").
     """
     defaulted = weights is None
     if weights is None:
@@ -196,6 +197,7 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
         iree_flags = [*caller_flags, *(f for f in tuning.applied_flags()
                                        if f.split("=", 1)[0] not in given)]
         data_tiled = tuning.dense_convolutions_whole()
+        every_whole = tuning.every_convolution_whole()
         why = tuning.why_convolutions()
     records = [StageRecord("torch-import", Build.TORCH_MLIR, imported.seconds,
                            op_histogram(imported.module))]
@@ -218,6 +220,8 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
             return _with_convolutions_whole(e, load, target, pipe, instruments, iree_flags,
                                             device, phases, len(per_tap), tuned)
         art.tuned = dict(tuned)  # before the cache stores it: a cache hit says it too
+        if every_whole:
+            art.compile_stats = {**(art.compile_stats or {}), "convolutions": EVERY_WHOLE}
         return art
 
     if store is not None:
@@ -286,6 +290,10 @@ def _callers_level() -> int:
                                  or frame.f_code.co_filename.endswith("contextlib.py")):
         frame, level = frame.f_back, level + 1
     return level
+
+
+EVERY_WHOLE = ("im2col, as asked: every convolution whole (dense ones through IREE's im2col, "
+               "depthwise ones through its own kernel)")
 
 
 # Seen in the configured executables (`--compile-to=executable-configurations`) for one

@@ -11,7 +11,7 @@ Options (``torch.compile(..., options={...})``): ``target``, ``pipeline``, ``cac
 ``dump_dir`` (each graph in its own numbered folder), ``verify`` (each call checked against
 the graph run eagerly), ``strict`` (raise instead of running a graph eagerly) and ``freeze``
 (compile the module's parameters and buffers in as constants) and ``convolutions``
-(``"data-tiled"``: `lowerkit.compile`'s ``convolutions``).
+(``"data-tiled"`` or ``"im2col"``: `lowerkit.compile`'s ``convolutions``).
 
 Without ``freeze``, an inference graph reads the module's state as IREE parameters bound to
 the module's own tensors, as `lowerkit.compile` does: only the inputs cross each call, and
@@ -99,9 +99,9 @@ def _options(options: dict | None) -> dict:
         raise LowerkitError(f"torch.compile(backend='lowerkit'): unknown option(s) {unknown}; "
                             f"the options are {list(OPTIONS)}")
     strategy = options.get("convolutions")
-    if strategy is not None and strategy not in tuning.CONVOLUTION_STRATEGIES:
+    if strategy is not None and strategy not in tuning.ASKABLE_STRATEGIES:
         raise LowerkitError(f"torch.compile(backend='lowerkit'): convolutions={strategy!r}; "
-                            f"it is one of {list(tuning.CONVOLUTION_STRATEGIES)}")
+                            f"it is one of {list(tuning.ASKABLE_STRATEGIES)}")
     return options
 
 

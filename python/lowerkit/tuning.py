@@ -53,6 +53,12 @@ _MATMUL_TILE_FLAG = "--iree-llvmcpu-matmul-tile-bytes"
 CONVOLUTIONS = "convolutions"
 RULE, DATA_TILED = "rule", "data-tiled"
 CONVOLUTION_STRATEGIES = (RULE, DATA_TILED)
+# What a caller may also ask for, though `lowerkit tune` never stores it: every convolution
+# whole (IM2COL, dense ones through IREE's im2col, depthwise ones through its own kernel), the
+# fewest dispatches to compile. On a Zen 3, without AVX-512, ResNet-18 compiled in about half
+# the rule's time and ran 1.06x the rule's call time; a UNet ran 1.5x (conv-rule-zen3.json).
+# For iterating on a model more than for running it.
+ASKABLE_STRATEGIES = (*CONVOLUTION_STRATEGIES, IM2COL)
 # A data-tiled 1x1 convolution fused with BatchNorm and a residual add whose second result is
 # transposed back keeps a tile on the stack: 113 KiB in ResNet-50 at 224x224, past the 32 KiB
 # iree-compile allows by default, which rejected the model. lowerkit's workers have the room
@@ -330,8 +336,9 @@ def applied(target: Any, database: "TuningDatabase | None" = None) -> Iterator[d
         if _active.forced_convolutions is None and strategy != RULE:
             used[CONVOLUTIONS] = strategy
     why = _active.forced_why if _active.forced_convolutions is not None else None
+    forced = IM2COL if strategy == IM2COL else _active.forced
     with _set(choices=choices, used=used, cpu_only=only_cpu, target=target,
-              why_convolutions=why):
+              why_convolutions=why, forced=forced):
         yield used
 
 
@@ -439,15 +446,21 @@ def forced_matmul_tile(choice: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def forced_convolutions(strategy: str, why: str | None = None) -> Iterator[None]:
-    """Compiles inside take ``strategy`` (one of CONVOLUTION_STRATEGIES) for dense 2-D
+    """Compiles inside take ``strategy`` (one of ASKABLE_STRATEGIES) for dense 2-D
     convolutions, whatever is stored (a caller's or the tuner's). ``why``: lowerkit chose it,
     not a caller (`why_convolutions`; the torch.compile backend carries its graph's choice
     from aot_autograd's trace to the compile this way)."""
-    if not valid_choice(CONVOLUTIONS, strategy):
+    if strategy not in ASKABLE_STRATEGIES:
         raise TuningError(f"convolution strategy {strategy!r} is not one of "
-                          f"{_choices_text(CONVOLUTIONS)}")
+                          f"{ASKABLE_STRATEGIES}")
     with _set(forced_convolutions=strategy, forced_why=why):
         yield
+
+
+def every_convolution_whole() -> bool:
+    """Whether this import was asked to send every convolution whole (IM2COL, inside
+    `applied` for a llvm-cpu target)."""
+    return (_active.choices or {}).get(CONVOLUTIONS) == IM2COL
 
 
 def dense_convolutions_whole() -> bool:

@@ -191,8 +191,24 @@ def test_data_tiled_convolutions_option():
     assert ("direct convolutions" in said) == (not tuning.data_tiling_pays("cpu")), said
     # whole through aot_autograd's trace, not per tap (the trace decomposes before the compile)
     assert record.artifact.records[0].ops.get("torch.aten.convolution") == 1, record.artifact.records[0].ops
-    with pytest.raises(Exception, match="convolutions='im2col'"):
-        torch.compile(net, backend="lowerkit", options={"convolutions": "im2col"})(x)
+    with pytest.raises(Exception, match="convolutions='winograd'"):
+        torch.compile(net, backend="lowerkit", options={"convolutions": "winograd"})(x)
+
+
+def test_every_convolution_whole_option():
+    """options={"convolutions": "im2col"}: the graph's convolution reaches IREE whole through
+    aot_autograd's trace, and the result matches eager."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 16, 10, 10)
+    compiled = torch.compile(net, backend="lowerkit",
+                             options={"convolutions": "im2col", "strict": True, "cache": False})
+    with torch.inference_mode():
+        check = compare(compiled(x), net(x))
+    assert check.ok, check.message
+    (record,) = backend.graphs()
+    assert record.artifact.compile_stats.get("convolutions", "").startswith("im2col, as asked")
+    assert record.artifact.records[0].ops.get("torch.aten.convolution") == 1
 
 
 def test_lowerkits_own_convolution_choice_applies_to_torch_compile_graphs():
@@ -377,16 +393,22 @@ class Repeated(torch.nn.Module):
         return self.three(self.two(self.one(x)))
 
 
-def test_identical_subgraphs_compile_once():
+def test_identical_subgraphs_compile_once(tmp_path):
     """Repeated blocks broken at the same place run one compiled graph (Dynamo's); a recompile
-    after torch._dynamo.reset() reuses the first compile (the compile cache, on by default)."""
+    after torch._dynamo.reset() reuses the first compile (the compile cache, on by default).
+    The cache is this test's own: the session's is shared by xdist's workers, and another test
+    compiles the same graph (`test_repeated_blocks_each_read_their_own_weights`), which made
+    the first compile here a hit when it ran first."""
     torch.manual_seed(0)
     model, x = Repeated(), torch.randn(2, 8)
+    options = {"cache": str(tmp_path / "cache")}
     with torch.no_grad():
         want = model(x)
-        assert compare(torch.compile(model, backend=backend.backend)(x), want).ok
+        assert compare(torch.compile(model, backend=backend.backend, options=options)(x),
+                       want).ok
         torch._dynamo.reset()
-        assert compare(torch.compile(model, backend=backend.backend)(x), want).ok
+        assert compare(torch.compile(model, backend=backend.backend, options=options)(x),
+                       want).ok
     records = backend.graphs()
     # per pass: linear+gelu, then x * 2 after the break; blocks two and three reuse them
     assert [(r.ran, r.cached) for r in records] == [("lowerkit", False)] * 2 + [

@@ -396,6 +396,25 @@ def test_data_tiled_convolutions_asked_for_a_cpu_without_avx512_warn(cpu, direct
     assert ("direct convolutions" in caption) == direct, caption
 
 
+def test_every_convolution_whole_when_asked_and_matches_eager(tmp_path):
+    """``convolutions="im2col"``: every convolution, dense and depthwise, reaches IREE whole,
+    fewer dispatches than by the rule; the stage table says so and the result matches eager.
+    `lowerkit tune` never stores it."""
+    torch.manual_seed(0)
+    model, x = ConvNet().eval(), torch.randn(1, 16, 12, 12)
+    rule = lowerkit.compile(model, (x,), cache=False)
+    art = lowerkit.compile(model, (x,), cache=False, convolutions=tuning.IM2COL)
+    assert rule.records[0].ops.get("torch.aten.convolution") is None, rule.records[0].ops
+    assert art.records[0].ops.get("torch.aten.convolution") == 2, art.records[0].ops
+    assert art.compile_stats["dispatches"] < rule.compile_stats["dispatches"]
+    assert "dense 2-D convolutions: im2col, as asked" in art.stage_table().caption
+    with torch.inference_mode():
+        check = compare(art(x), model(x))
+    assert check.ok, check.message
+    with pytest.raises(TuningError):
+        TuningDatabase(tmp_path / "t.json").record("cpu", "convolutions 0", tuning.IM2COL, {})
+
+
 class DenseNet(torch.nn.Module):
     """Two dense 3x3 convolutions with 37.7 and 75.5 MFLOP of work, or (``depthwise``) a
     depthwise one after the first."""

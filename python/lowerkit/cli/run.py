@@ -26,9 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "a slower compile; implies --no-cache)")
     p.add_argument("--no-cache", action="store_true",
                    help="compile even if the compile cache holds this program (cold timings)")
-    p.add_argument("--convolutions", choices=("rule", "data-tiled"), default=None,
+    p.add_argument("--convolutions", choices=("rule", "data-tiled", "im2col"), default=None,
                    help="how dense 2-D convolutions reach a CPU target: per tap or im2col by "
-                        "shape (rule, the default), or whole for IREE's data tiling")
+                        "shape (rule, the default), whole for IREE's data tiling, or every "
+                        "convolution whole (im2col: the shortest compile)")
 
 
 def main(args: argparse.Namespace) -> int:
