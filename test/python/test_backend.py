@@ -171,44 +171,32 @@ def test_unknown_option_is_refused():
         torch.compile(scaled, backend=backend.backend, options={"taget": "cpu"})(torch.ones(2))
 
 
-def test_data_tiled_convolutions_option():
-    """options={"convolutions": "data-tiled"}: the graph's dense convolution reaches IREE whole,
-    data-tiled, and the result matches eager; a misspelt strategy is refused at once."""
+@pytest.mark.parametrize("strategy", ["data-tiled", "im2col"])
+def test_convolutions_option(strategy):
+    """options={"convolutions": ...}: the graph's dense convolution reaches IREE whole through
+    aot_autograd's trace, data-tiled or with every convolution whole (im2col), and the result
+    matches eager; a misspelt strategy is refused at once."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU()).eval()
     x = torch.randn(1, 16, 10, 10)
     compiled = torch.compile(net, backend="lowerkit",
-                             options={"convolutions": "data-tiled", "strict": True, "cache": False})
-    with torch.inference_mode():
-        got, want = compiled(x), net(x)
-    check = compare(got, want)
-    assert check.ok, check.message
-    (record,) = backend.graphs()
-    assert record.ran == "lowerkit"
-    # on a CPU without AVX-512 the stats add that IREE compiled them as direct convolutions
-    said = record.artifact.compile_stats.get("convolutions", "")
-    assert said.split(" (")[0] == "data-tiled", record.artifact.compile_stats
-    assert ("direct convolutions" in said) == (not tuning.data_tiling_pays("cpu")), said
-    # whole through aot_autograd's trace, not per tap (the trace decomposes before the compile)
-    assert record.artifact.records[0].ops.get("torch.aten.convolution") == 1, record.artifact.records[0].ops
-    with pytest.raises(Exception, match="convolutions='winograd'"):
-        torch.compile(net, backend="lowerkit", options={"convolutions": "winograd"})(x)
-
-
-def test_every_convolution_whole_option():
-    """options={"convolutions": "im2col"}: the graph's convolution reaches IREE whole through
-    aot_autograd's trace, and the result matches eager."""
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU()).eval()
-    x = torch.randn(1, 16, 10, 10)
-    compiled = torch.compile(net, backend="lowerkit",
-                             options={"convolutions": "im2col", "strict": True, "cache": False})
+                             options={"convolutions": strategy, "strict": True, "cache": False})
     with torch.inference_mode():
         check = compare(compiled(x), net(x))
     assert check.ok, check.message
     (record,) = backend.graphs()
-    assert record.artifact.compile_stats.get("convolutions", "").startswith("im2col, as asked")
-    assert record.artifact.records[0].ops.get("torch.aten.convolution") == 1
+    assert record.ran == "lowerkit"
+    said = record.artifact.compile_stats.get("convolutions", "")
+    if strategy == "im2col":
+        assert said.startswith("im2col, as asked"), said
+    else:  # on a CPU without AVX-512 the stats add that IREE compiled direct convolutions
+        assert said.split(" (")[0] == "data-tiled", said
+        assert ("direct convolutions" in said) == (not tuning.data_tiling_pays("cpu")), said
+    # whole through aot_autograd's trace, not per tap (the trace decomposes before the compile)
+    ops = record.artifact.records[0].ops
+    assert ops.get("torch.aten.convolution") == 1, ops
+    with pytest.raises(Exception, match="convolutions='winograd'"):
+        torch.compile(net, backend="lowerkit", options={"convolutions": "winograd"})(x)
 
 
 def test_lowerkits_own_convolution_choice_applies_to_torch_compile_graphs():
