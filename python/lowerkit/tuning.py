@@ -55,9 +55,9 @@ RULE, DATA_TILED = "rule", "data-tiled"
 CONVOLUTION_STRATEGIES = (RULE, DATA_TILED)
 # What a caller may also ask for, though `lowerkit tune` never stores it: every convolution
 # whole (IM2COL, dense ones through IREE's im2col, depthwise ones through its own kernel), the
-# fewest dispatches to compile. On a Zen 3, without AVX-512, ResNet-18 compiled in about half
-# the rule's time and ran 1.06x the rule's call time; a UNet ran 1.5x (conv-rule-zen3.json).
-# For iterating on a model more than for running it.
+# fewest dispatches to compile. On a Zen 3, without AVX-512, ResNet-18 compiled in 6.7 s
+# against the rule's 14 s in one warm process and ran 1.06x the rule's call time; a UNet ran
+# 1.5x (conv-rule-zen3.json). For iterating on a model more than for running it.
 ASKABLE_STRATEGIES = (*CONVOLUTION_STRATEGIES, IM2COL)
 # A data-tiled 1x1 convolution fused with BatchNorm and a residual add whose second result is
 # transposed back keeps a tile on the stack: 113 KiB in ResNet-50 at 224x224, past the 32 KiB
