@@ -14,9 +14,9 @@ rejected, so that the program was compiled as the rule writes it
 (`api._data_tiled_or_rule`).
 
 ``--forms`` picks the forms compiled (default ``rule,data-tiled``; ``--im2col`` adds
-``im2col``). ``rule-before`` is the rule as it was before thick convolutions (128+ input
-channels) went whole when strided or small (`decompositions.THICK_CHANNELS`): every dense
-one with 8+ channels per tap, so that one run times the rule against its predecessor.
+``im2col``). ``rule-before`` is the rule as it was before thick convolutions (128+ channels
+in and out) went whole when strided or small (`decompositions.THICK_CHANNELS`): every dense
+one with 8+ input channels per tap, so that one run times the rule against its predecessor.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ MODELS = ("resnet18,resnet_small,simple_cnn,unet_small,mobilenet_v2_small,tcn,re
           "dw_separable,whisper_encoder_1500")
 
 
-# ``--im2col``: a third form, every convolution the rule would write per tap left whole for
-# IREE's im2col (`tuning.forced(IM2COL)`, the rule's other form), data tiling off for them: on a
-# CPU where data tiling loses, fewer dispatches to compile than the rule's per-tap ones.
+# ``--im2col``: a third form, every convolution whole for IREE's im2col, data tiling off for
+# them (`lowerkit.compile`'s ``convolutions="im2col"``): on a CPU where data tiling loses, fewer
+# dispatches to compile than the rule's per-tap ones.
 IM2COL = tuning.IM2COL
 
 
@@ -68,9 +68,7 @@ def _rule_before():
 
 def _compiling(form: str):
     """The context a compile of ``form`` runs in."""
-    if form == RULE_BEFORE:
-        return _rule_before()
-    return tuning.forced(IM2COL) if form == IM2COL else tuning.forced_convolutions(form)
+    return _rule_before() if form == RULE_BEFORE else tuning.forced_convolutions(form)
 
 
 def bench_model(name: str, rounds: int, forms: tuple[str, ...]) -> dict:
