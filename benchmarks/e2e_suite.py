@@ -28,7 +28,10 @@ Per test, in a worker:
 Outcomes: ``pass``; ``mismatch`` (ran, wrong answer); ``error`` with a stage (lowerkit's
 stage from its message ``stage 'X' failed``, ``iree-compile``, ``runtime``, or ``dynamo`` /
 ``aot_autograd`` for torch.compile's own front end); ``no-graph`` (the backend matched, but
-Dynamo gave lowerkit no graph: nothing was lowered; not a pass); ``fallback`` (a graph ran
+Dynamo gave lowerkit no graph: nothing was lowered; not a pass); ``no-work`` (no graph, and
+the program run eagerly again dispatches no ATen op with a tensor result: it returns its inputs,
+constants or Python scalars, so there was nothing for any compiler to lower; left out of the
+pass rate like ``eager-fails``); ``fallback`` (a graph ran
 eagerly although strict; not a pass); ``timeout`` and ``crash`` (the worker is killed or died;
 a fresh one takes the next test); ``eager-fails``.
 
@@ -78,9 +81,13 @@ ENV_CAPTURE_SCALARS = "LOWERKIT_E2E_CAPTURE_SCALARS"
 # set by --capture-dynamic-shapes: Dynamo's capture_dynamic_output_shape_ops (nonzero, x[mask])
 ENV_CAPTURE_DYNAMIC = "LOWERKIT_E2E_CAPTURE_DYNAMIC_SHAPES"
 
-# Outcomes in report order; the pass rate is pass / (all - eager-fails).
-OUTCOMES = ("pass", "mismatch", "error", "fallback", "no-graph", "timeout", "crash", "eager-fails")
-NOT_IN_DENOMINATOR = ("eager-fails",)
+# Outcomes in report order; the pass rate is pass / (all - eager-fails - no-work).
+OUTCOMES = ("pass", "mismatch", "error", "fallback", "no-graph", "no-work", "timeout", "crash",
+            "eager-fails")
+# no-work: the program computes no tensor (see `eager_tensor_ops`), so no compiler has anything
+# to do there: counted apart, as a run that failed eagerly is. A no-graph test that does compute
+# (Dynamo refused its tensor work) stays in the denominator, not passing.
+NOT_IN_DENOMINATOR = ("eager-fails", "no-work")
 
 GUARD_DD = "GuardOnDataDependentSymNode"
 SHIM_TORCHVISION = "torchvision is not installed (e2e_suite shim)"
@@ -417,6 +424,34 @@ def decide_outcome(error: BaseException | None, failures: list[str] | None,
 # The worker: runs tests named on stdin, one JSON line each on its protocol channel.
 
 
+def eager_tensor_ops(test: Any, golden: list) -> list[str]:
+    """The ATen ops with a tensor result that ``test``'s program dispatches, run eagerly again
+    (a fresh module, seed 0) on each golden item's inputs: empty for a program that only
+    returns its inputs, constants or Python scalars, which no compiler has anything to lower
+    for. Inputs are cloned outside the recording, so only the program's own ops count."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    seen: list[str] = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            name = str(func)
+            if name not in seen and any(isinstance(x, torch.Tensor) for x in tree_leaves(out)):
+                seen.append(name)
+            return out
+
+    torch.manual_seed(0)
+    module = test.program_factory()
+    for item in golden:
+        inputs = _clone(item.inputs)
+        with torch.no_grad(), Record():
+            _resolve(module, item.symbol)(*inputs)
+    return seen
+
+
 def _clone(v: Any) -> Any:
     import torch
 
@@ -508,6 +543,17 @@ class Worker:
         outcome, stage, reason = decide_outcome(error, failures, graphs)
         if outcome == "no-graph" and rec.get("graph_breaks"):
             reason = f"{reason}; graph break: {rec['graph_breaks'][0]}"
+        if outcome == "no-graph":  # did Dynamo refuse tensor work, or was there none?
+            try:
+                ops = eager_tensor_ops(test, golden)
+            except Exception as e:  # noqa: BLE001  (unknown: stays no-graph, counted)
+                rec["eager_tensor_ops"] = f"not known: {type(e).__name__}: {_first_line(str(e))}"
+            else:
+                rec["eager_tensor_ops"] = ops[:8]
+                if not ops:
+                    outcome, stage = "no-work", "eager"
+                    reason = ("no tensor computed: run eagerly, the program dispatches no ATen "
+                              f"op with a tensor result (Dynamo: {reason})")
         rec.update(outcome=outcome, stage=stage, reason=reason)
         if graphs is not None:
             rec["graphs"] = graphs
@@ -596,7 +642,8 @@ class Worker:
 
 # the runner's outcome -> the executor's status
 E2E_STATUS = {"pass": "ok", "eager-fails": "ok", "mismatch": "fail", "error": "fail",
-              "fallback": "fail", "no-graph": "fail", "timeout": "timeout", "crash": "crash"}
+              "fallback": "fail", "no-graph": "fail", "no-work": "ok", "timeout": "timeout",
+              "crash": "crash"}
 
 
 def _job_base():
@@ -915,6 +962,7 @@ def summarize(results: list[dict]) -> dict:
     by_outcome = collections.Counter(r["outcome"] for r in results)
     by_stage = collections.Counter(r.get("stage") or "?" for r in results if r["outcome"] == "error")
     counted = [r for r in results if r["outcome"] not in NOT_IN_DENOMINATOR]
+    ran = [r for r in results if r["outcome"] != "eager-fails"]
     passed = by_outcome.get("pass", 0)
     export = collections.Counter(r["export"]["result"] for r in results if r.get("export"))
     dd = [r for r in results if (r.get("export") or {}).get("result") == GUARD_DD]
@@ -924,6 +972,10 @@ def summarize(results: list[dict]) -> dict:
         "errors_by_stage": dict(by_stage.most_common()),
         "denominator": len(counted),
         "pass_rate": round(passed / len(counted), 4) if counted else None,
+        # the same with the no-work tests counted as not passing (the rule before they were
+        # told apart from the no-graph ones)
+        "strict_denominator": len(ran),
+        "strict_pass_rate": round(passed / len(ran), 4) if ran else None,
         "export": dict(export),
         "guard_on_data_dependent": {
             "count": len(dd),
@@ -1033,7 +1085,8 @@ def write_expectations(path: Path, results: list[dict], summary: dict, meta: dic
         f"{', sample ' + str(meta['sample']) + ' seed ' + str(meta['seed']) if meta.get('sample') else ''}"
         f"{', filter ' + repr(meta['filter']) if meta.get('filter') else ''})",
         "counts: " + ", ".join(f"{o} {c[o]}" for o in OUTCOMES),
-        f"pass rate over tests whose eager run works: {c['pass']}/{summary['denominator']}"
+        f"pass rate over tests whose eager run works and computes a tensor: "
+        f"{c['pass']}/{summary['denominator']}"
         + (f" = {summary['pass_rate']:.1%}" if summary["pass_rate"] is not None else ""),
         "errors by stage: " + ", ".join(f"{s} {n}" for s, n in summary["errors_by_stage"].items()),
         f"torch.export raises {GUARD_DD}: {summary['guard_on_data_dependent']['count']} "

@@ -75,6 +75,56 @@ def test_a_match_passes_only_when_lowerkit_ran_the_graphs():
     assert e2e.decide_outcome(None, [], None)[0] == "pass"
 
 
+class _Returns(torch.nn.Module):
+    def forward(self, x, y):
+        return x, y.contiguous(), x.to(torch.float32)  # no copy: the inputs themselves
+
+
+class _Scalars(torch.nn.Module):
+    def forward(self, x):
+        return float(x) * 2, x.numel(), torch.ops.aten.Bool(True)
+
+
+class _Adds(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+class _Doubles(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = _Adds()
+
+    def forward(self, x):
+        return x
+
+
+def _fake_test(module_class, *inputs, symbol="forward"):
+    golden = [types.SimpleNamespace(symbol=symbol, inputs=list(inputs), output=None)]
+    return types.SimpleNamespace(program_factory=module_class), golden
+
+
+def test_a_program_that_computes_no_tensor_is_told_apart():
+    cases = [  # (module, inputs, method, the ops it computes tensors with)
+        (_Returns, (torch.ones(2), torch.ones(3)), "forward", []),  # its inputs themselves
+        (_Scalars, (torch.tensor(1.5),), "forward", []),
+        (_Adds, (torch.ones(2),), "forward", ["aten.add.Tensor"]),
+        (_Doubles, (torch.ones(2),), "inner.forward", ["aten.add.Tensor"]),  # a method's own
+    ]
+    for module_class, inputs, symbol, expected in cases:
+        test, golden = _fake_test(module_class, *inputs, symbol=symbol)
+        assert e2e.eager_tensor_ops(test, golden) == expected, module_class.__name__
+
+
+def test_no_work_is_left_out_of_the_pass_rate_and_no_graph_is_not():
+    results = ([{"outcome": "pass"}] * 96 + [{"outcome": "no-graph"}] * 2
+               + [{"outcome": "no-work"}] * 3 + [{"outcome": "eager-fails"}])
+    summary = e2e.summarize(results)
+    assert summary["denominator"] == 98 and summary["pass_rate"] == round(96 / 98, 4)
+    assert summary["strict_denominator"] == 101  # no-work counted as not passing
+    assert summary["by_outcome"]["no-work"] == 3
+
+
 def test_error_stages():
     from lowerkit.errors import IngressError, LowerkitError, StageError
 
