@@ -1130,9 +1130,13 @@ def print_report(console, results: list[dict], summary: dict) -> None:
     if summary["errors_by_stage"]:
         console.print(s)
     rate = summary["pass_rate"]
-    console.print(f"[bold]pass rate[/] over tests whose eager run works: "
+    console.print(f"[bold]pass rate[/] over tests whose eager run works and computes a tensor: "
                   f"{summary['by_outcome']['pass']}/{summary['denominator']}"
                   + (f" = {rate:.1%}" if rate is not None else ""))
+    if summary.get("strict_pass_rate") is not None and summary["by_outcome"].get("no-work"):
+        console.print(f"counting the no-work tests as not passing: "
+                      f"{summary['by_outcome']['pass']}/{summary['strict_denominator']}"
+                      f" = {summary['strict_pass_rate']:.1%}")
     if summary["export"]:
         dd = summary["guard_on_data_dependent"]
         console.print(f"torch.export: {summary['export']}; {GUARD_DD}: {dd['count']} tests, "

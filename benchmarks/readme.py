@@ -542,6 +542,8 @@ def render_e2e(data: dict, path: str) -> str:
              f"| **pass**: matches eager, every graph in lowerkit | **{by.get('pass', 0)}** "
              f"(**{_num(100 * summary['pass_rate'])} %** of {summary['denominator']}) |",
              f"| no graph: matches, but Dynamo handed lowerkit no ATen op | {by.get('no-graph', 0)} |",
+             *([f"| no work: no graph, and the program computes no tensor (not counted) | "
+                f"{by['no-work']} |"] if "no-work" in by else []),
              f"| mismatch (a wrong answer) | {by.get('mismatch', 0)} |",
              f"| error (a clear exception; by stage below) | {by.get('error', 0)} |",
              f"| timeout / crash / ran eagerly | {by.get('timeout', 0)} / {by.get('crash', 0)} / "
@@ -550,6 +552,10 @@ def render_e2e(data: dict, path: str) -> str:
                                                     key=lambda kv: -kv[1]))
     guard = summary.get("guard_on_data_dependent") or {}
     extra = [f"Errors by stage: {stages}."]
+    if "strict_pass_rate" in summary:
+        extra.append(f"Counting the no-work tests as not passing: {by.get('pass', 0)} of "
+                     f"{summary['strict_denominator']} "
+                     f"({_num(100 * summary['strict_pass_rate'])} %).")
     if guard:
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(guard.get("by_outcome", {}).items()))
         extra.append(f"`torch.export` refuses {guard['count']} of these tests with "
