@@ -425,10 +425,12 @@ def decide_outcome(error: BaseException | None, failures: list[str] | None,
 
 
 def eager_tensor_ops(test: Any, golden: list) -> list[str]:
-    """The ATen ops with a tensor result that ``test``'s program dispatches, run eagerly again
-    (a fresh module, seed 0) on each golden item's inputs: empty for a program that only
-    returns its inputs, constants or Python scalars, which no compiler has anything to lower
-    for. Inputs are cloned outside the recording, so only the program's own ops count."""
+    """The ATen ops on a tensor (one among their arguments or results) that ``test``'s program
+    dispatches, run eagerly again (a fresh module, seed 0) on each golden item's inputs: empty
+    for a program that only returns its inputs, constants or Python scalars, or reads only
+    sizes and dtypes, which no compiler has anything to lower for. Reading a tensor's data into
+    a Python number (``int(t)``: ``_local_scalar_dense``) counts. Inputs are cloned outside the
+    recording, so only the program's own ops count."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
@@ -439,7 +441,8 @@ def eager_tensor_ops(test: Any, golden: list) -> list[str]:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             name = str(func)
-            if name not in seen and any(isinstance(x, torch.Tensor) for x in tree_leaves(out)):
+            if name not in seen and any(isinstance(x, torch.Tensor)
+                                        for x in tree_leaves((args, kwargs, out))):
                 seen.append(name)
             return out
 
@@ -450,6 +453,32 @@ def eager_tensor_ops(test: Any, golden: list) -> list[str]:
         with torch.no_grad(), Record():
             _resolve(module, item.symbol)(*inputs)
     return seen
+
+
+def split_no_graph(rec: dict, test: Any, golden: list, reason: str) -> tuple[str, str, str]:
+    """A no-graph test's (outcome, stage, reason): did Dynamo refuse tensor work (no-graph,
+    counted), or was there none (no-work)? The ops seen go into ``rec``."""
+    try:
+        ops = eager_tensor_ops(test, golden)
+    except Exception as e:  # noqa: BLE001  (unknown: stays no-graph, counted)
+        rec["eager_tensor_ops"] = f"not known: {type(e).__name__}: {_first_line(str(e))}"
+        return "no-graph", "dynamo", reason
+    rec["eager_tensor_ops"] = ops[:8]
+    if ops:
+        return "no-graph", "dynamo", reason
+    return "no-work", "eager", ("no tensor computed: run eagerly, the program dispatches no "
+                                f"ATen op on a tensor (Dynamo: {reason})")
+
+
+def golden_trace(suite: Suite, test: Any) -> list:
+    """The suite's golden trace of ``test`` (the module run eagerly, seed 0), inputs and
+    outputs cloned."""
+    import torch
+
+    torch.manual_seed(0)
+    with torch.no_grad():
+        golden = suite.framework.generate_golden_trace(test)
+    return [type(g)(g.symbol, _clone(g.inputs), _clone(g.output)) for g in golden]
 
 
 def _clone(v: Any) -> Any:
@@ -513,10 +542,7 @@ class Worker:
         start = time.perf_counter()
         # 1. golden, the suite's own way (the module run eagerly)
         try:
-            torch.manual_seed(0)
-            with torch.no_grad():
-                golden = self.suite.framework.generate_golden_trace(test)
-            golden = [type(g)(g.symbol, _clone(g.inputs), _clone(g.output)) for g in golden]
+            golden = golden_trace(self.suite, test)
         except Exception as e:  # noqa: BLE001
             rec.update(outcome="eager-fails", stage="eager",
                        reason=f"{type(e).__name__}: {_first_line(str(e))}")
@@ -543,17 +569,8 @@ class Worker:
         outcome, stage, reason = decide_outcome(error, failures, graphs)
         if outcome == "no-graph" and rec.get("graph_breaks"):
             reason = f"{reason}; graph break: {rec['graph_breaks'][0]}"
-        if outcome == "no-graph":  # did Dynamo refuse tensor work, or was there none?
-            try:
-                ops = eager_tensor_ops(test, golden)
-            except Exception as e:  # noqa: BLE001  (unknown: stays no-graph, counted)
-                rec["eager_tensor_ops"] = f"not known: {type(e).__name__}: {_first_line(str(e))}"
-            else:
-                rec["eager_tensor_ops"] = ops[:8]
-                if not ops:
-                    outcome, stage = "no-work", "eager"
-                    reason = ("no tensor computed: run eagerly, the program dispatches no ATen "
-                              f"op with a tensor result (Dynamo: {reason})")
+        if outcome == "no-graph":
+            outcome, stage, reason = split_no_graph(rec, test, golden, reason)
         rec.update(outcome=outcome, stage=stage, reason=reason)
         if graphs is not None:
             rec["graphs"] = graphs
@@ -1160,16 +1177,24 @@ def print_report(console, results: list[dict], summary: dict) -> None:
 
 
 def rejudge(args, console) -> int:
-    """``--rejudge``: a stored run's pass / no-graph / fallback records judged again from their
-    graph records (the rules of `decide_outcome` may have changed since the run)."""
+    """``--rejudge``: a stored run's pass / no-graph / no-work / fallback records judged again
+    from their graph records (the rules of `decide_outcome` may have changed since the run);
+    with ``--torch-mlir``, a no-graph or no-work test's program is run eagerly again
+    (`split_no_graph`), nothing through lowerkit."""
     stored = json.loads(Path(args.rejudge).read_text())
     results = stored["results"]
+    suite = load_suite(args.torch_mlir) if args.torch_mlir else None
     changed = 0
     for r in results:
-        if r["outcome"] in ("pass", "no-graph", "fallback") and "graphs" in r:
+        if r["outcome"] in ("pass", "no-graph", "no-work", "fallback") and "graphs" in r:
             outcome, stage, reason = decide_outcome(None, [], r["graphs"])
             if outcome == "no-graph" and r.get("graph_breaks"):
                 reason = f"{reason}; graph break: {r['graph_breaks'][0]}"
+            if outcome == "no-graph" and suite is not None:
+                test = suite.tests[r["name"]]
+                outcome, stage, reason = split_no_graph(r, test, golden_trace(suite, test), reason)
+            elif outcome == "no-graph" and r["outcome"] == "no-work":
+                outcome, stage, reason = r["outcome"], r["stage"], r["reason"]  # not re-run
             changed += outcome != r["outcome"]
             r.update(outcome=outcome, stage=stage, reason=reason)
     summary = summarize(results)

@@ -82,7 +82,12 @@ class _Returns(torch.nn.Module):
 
 class _Scalars(torch.nn.Module):
     def forward(self, x):
-        return float(x) * 2, x.numel(), torch.ops.aten.Bool(True)
+        return x.numel(), x.dim(), x.is_floating_point(), torch.ops.aten.Bool(True)
+
+
+class _Reads(torch.nn.Module):
+    def forward(self, x):
+        return float(x) * 2  # the tensor's data, read into a Python number
 
 
 class _Adds(torch.nn.Module):
@@ -107,7 +112,8 @@ def _fake_test(module_class, *inputs, symbol="forward"):
 def test_a_program_that_computes_no_tensor_is_told_apart():
     cases = [  # (module, inputs, method, the ops it computes tensors with)
         (_Returns, (torch.ones(2), torch.ones(3)), "forward", []),  # its inputs themselves
-        (_Scalars, (torch.tensor(1.5),), "forward", []),
+        (_Scalars, (torch.tensor(1.5),), "forward", []),  # sizes and Python scalars only
+        (_Reads, (torch.tensor(1.5),), "forward", ["aten._local_scalar_dense.default"]),
         (_Adds, (torch.ones(2),), "forward", ["aten.add.Tensor"]),
         (_Doubles, (torch.ones(2),), "inner.forward", ["aten.add.Tensor"]),  # a method's own
     ]
