@@ -1199,6 +1199,7 @@ def rejudge(args, console) -> int:
     summary = summarize(results)
     meta = dict(stored["meta"], rejudged={
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "lowerkit_commit": _git(ROOT, "rev-parse", "HEAD"),
         "command": " ".join([Path(sys.executable).name, *sys.argv]), "changed": changed})
     print_report(console, results, summary)
     console.print(f"{changed} outcomes changed")

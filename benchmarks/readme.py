@@ -552,6 +552,12 @@ def render_e2e(data: dict, path: str) -> str:
                                                     key=lambda kv: -kv[1]))
     guard = summary.get("guard_on_data_dependent") or {}
     extra = [f"Errors by stage: {stages}."]
+    again = data["meta"].get("rejudged")
+    if again:
+        extra.append(f"Judged again by the runner's rules at commit "
+                     f"`{(again.get('lowerkit_commit') or '?')[:10]}`, {again['date']} "
+                     f"({again['changed']} outcomes changed; a no-graph test's program run "
+                     f"eagerly again, nothing through lowerkit): `{again['command']}`.")
     if "strict_pass_rate" in summary:
         extra.append(f"Counting the no-work tests as not passing: {by.get('pass', 0)} of "
                      f"{summary['strict_denominator']} "
