@@ -9,10 +9,10 @@ date: 2026-11-29T13:16:55+00:00
 via: backend
 CPU: AMD EPYC
 tests: 1828 run (1828 in the suite)
-counts: pass 1751, mismatch 5, error 6, fallback 0, no-graph 14, no-work 47, timeout 0, crash 0, eager-fails 5
-pass rate over tests whose eager run works and computes a tensor: 1751/1776 = 98.6%
+counts: pass 1751, mismatch 5, error 6, fallback 0, no-graph 18, no-work 43, timeout 0, crash 0, eager-fails 5
+pass rate over tests whose eager run works and computes a tensor: 1751/1780 = 98.4%
 errors by stage: torch-import 3, aot_autograd 2, dynamo 1
-torch.export raises GuardOnDataDependentSymNode: 45 ({'pass': 37, 'error': 2, 'no-work': 4, 'no-graph': 2})
+torch.export raises GuardOnDataDependentSymNode: 45 ({'pass': 37, 'error': 2, 'no-graph': 6})
 """
 
 # mismatch: 5
@@ -38,15 +38,19 @@ ERROR = {
 FALLBACK = {
 }
 
-# no-graph: 14
+# no-graph: 18
 NO_GRAPH = {
     'ArangeStartOutViewModule_basic': ('dynamo', 'Dynamo gave lowerkit no graph: nothing was lowered; graph break: Shape mismatch with out= tensor variant'),
+    'AtenIntBoolOpModule_basic': ('dynamo', 'Dynamo gave lowerkit no graph: nothing was lowered'),
     'AtenSubFloatModule_basic': ('dynamo', 'Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered'),
     'ConvolutionBackwardModule2DPadded_basic': ('dynamo', 'Dynamo gave lowerkit no graph: nothing was lowered; graph break: TypeError when making fake tensor call'),
     'ConvolutionBackwardModule2D_basic': ('dynamo', 'Dynamo gave lowerkit no graph: nothing was lowered; graph break: TypeError when making fake tensor call'),
     'DivIntModule_basic': ('dynamo', 'Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered'),
     'ElementwiseDequantizePerChannelModule_basic': ('dynamo', 'Dynamo gave lowerkit no graph: nothing was lowered; graph break: NotImplementedError/UnsupportedFakeTensorException when running FX node'),
     'ElementwiseDequantizePerTensorModule_basic': ('dynamo', 'Dynamo gave lowerkit no graph: nothing was lowered; graph break: NotImplementedError/UnsupportedFakeTensorException when running FX node'),
+    'FloatImplicitModule_basic': ('dynamo', 'Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered'),
+    'GeFloatModule_basic': ('dynamo', 'Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered'),
+    'IntImplicitModule_basic': ('dynamo', 'Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor'),
     'QuantizedBatchedInputSingleLayer_basic': ('dynamo', 'Dynamo gave lowerkit no graph: nothing was lowered; graph break: Fake tensor propagation exception'),
     'QuantizedMLP_basic': ('dynamo', 'Dynamo gave lowerkit no graph: nothing was lowered; graph break: Fake tensor propagation exception'),
     'QuantizedNoLayer_basic': ('dynamo', 'Dynamo gave lowerkit no graph: nothing was lowered; graph break: Fake tensor propagation exception'),
@@ -56,55 +60,51 @@ NO_GRAPH = {
     'QuantizedSingleLayer_basic': ('dynamo', 'Dynamo gave lowerkit no graph: nothing was lowered; graph break: Fake tensor propagation exception'),
 }
 
-# no-work: 47
+# no-work: 43
 NO_WORK = {
-    'AllBoolFalseModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'AllBoolTrueModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'AnyBoolFalseModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'AnyBoolTrueModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'AtenComplex64Module_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'AtenIntBoolOpConstFalseModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'AtenIntBoolOpConstTrueModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'AtenIntBoolOpModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'AtenToDeviceModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
-    'Atleast1dModule1dInput_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
-    'BoolFloatConstantModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'BoolIntConstantModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'BoolTensorReturnFalseModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'BoolTensorReturnMixedModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'BoolTensorReturnTrueModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'ConstantBoolParameterModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'ConstantInt32ParameterModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'ConstantInt64ParameterModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'ContainsIntList_False': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'ContainsIntList_True': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'ContiguousModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
-    'ElementwiseToDtypeIdentityModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
-    'FloatImplicitModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
-    'GeFloatModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
-    'IntFloatModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'IntImplicitModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'IsFloatingPointFloat_True': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'IsFloatingPointInt_False': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'LenStrModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'NumelModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'NumelZeroRankModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'PrimMaxIntModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'PrimMinIntDynamicModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'PrimMinIntModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
-    'ReturnThreeTensorFloat32_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'ReturnTwoTensorF32I64_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'ScalarConstantTupleModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'SortIntListReverse_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'SortIntList_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'SqrtIntConstantModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
-    'TestF16Return_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'TestMultipleTensorAndPrimitiveTypesReturn_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'TestMultipleTensorReturn_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'TorchPrimLoopForLikeModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'TorchPrimLoopWhileLikeModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'TupleModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
-    'TypeAsSameModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op with a tensor result (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
+    'AllBoolFalseModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'AllBoolTrueModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'AnyBoolFalseModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'AnyBoolTrueModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'AtenComplex64Module_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'AtenIntBoolOpConstFalseModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'AtenIntBoolOpConstTrueModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'AtenToDeviceModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
+    'Atleast1dModule1dInput_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
+    'BoolFloatConstantModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'BoolIntConstantModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'BoolTensorReturnFalseModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'BoolTensorReturnMixedModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'BoolTensorReturnTrueModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'ConstantBoolParameterModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'ConstantInt32ParameterModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'ConstantInt64ParameterModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'ContainsIntList_False': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'ContainsIntList_True': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'ContiguousModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
+    'ElementwiseToDtypeIdentityModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
+    'IntFloatModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'IsFloatingPointFloat_True': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'IsFloatingPointInt_False': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'LenStrModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'NumelModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'NumelZeroRankModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'PrimMaxIntModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'PrimMinIntDynamicModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'PrimMinIntModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered; graph break: torch.* op returned non-Tensor)'),
+    'ReturnThreeTensorFloat32_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'ReturnTwoTensorF32I64_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'ScalarConstantTupleModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'SortIntListReverse_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'SortIntList_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'SqrtIntConstantModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
+    'TestF16Return_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'TestMultipleTensorAndPrimitiveTypesReturn_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'TestMultipleTensorReturn_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'TorchPrimLoopForLikeModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'TorchPrimLoopWhileLikeModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'TupleModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit no graph: nothing was lowered)'),
+    'TypeAsSameModule_basic': ('eager', 'no tensor computed: run eagerly, the program dispatches no ATen op on a tensor (Dynamo: Dynamo gave lowerkit only graphs without an ATen op: nothing was lowered)'),
 }
 
 # timeout: 0
