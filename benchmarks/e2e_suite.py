@@ -29,9 +29,9 @@ Outcomes: ``pass``; ``mismatch`` (ran, wrong answer); ``error`` with a stage (lo
 stage from its message ``stage 'X' failed``, ``iree-compile``, ``runtime``, or ``dynamo`` /
 ``aot_autograd`` for torch.compile's own front end); ``no-graph`` (the backend matched, but
 Dynamo gave lowerkit no graph: nothing was lowered; not a pass); ``no-work`` (no graph, and
-the program run eagerly again dispatches no ATen op with a tensor result: it returns its inputs,
-constants or Python scalars, so there was nothing for any compiler to lower; left out of the
-pass rate like ``eager-fails``); ``fallback`` (a graph ran
+the program run eagerly again dispatches no ATen op on a tensor: it returns its inputs,
+constants or Python scalars, or reads only sizes, so there was nothing for any compiler to
+lower; left out of the pass rate like ``eager-fails``); ``fallback`` (a graph ran
 eagerly although strict; not a pass); ``timeout`` and ``crash`` (the worker is killed or died;
 a fresh one takes the next test); ``eager-fails``.
 
