@@ -9,16 +9,22 @@ Per model, interleaved round by round, medians of rounds of many calls (µs a ca
 
 - ``eager``: the model;
 - ``artifact``: ``lowerkit.compile``'s artifact, called back to back;
-- ``artifact after eager``: the artifact called once after each eager call, less ``eager``:
-  the same call when other work ran just before it, as it does in a real program;
+- ``artifact after eager`` and ``artifact after an 8 MiB read``: the artifact's call alone
+  (timed around it), each call right after an eager call or after reading 8 MiB of other
+  memory: the same call when other work ran just before it, as it does in a real program,
+  and when that work left nothing of the call's memory in the caches;
 - ``Dynamo's floor``: ``torch.compile`` with a backend whose function returns a stored output:
   Dynamo's guards and frame handling alone, what any backend pays;
+- ``artifact in Dynamo's frame``: ``torch.compile`` with a bare backend whose function calls
+  the artifact with the user's inputs: the least any backend that runs this artifact pays;
 - ``backend's function``: what lowerkit's backend returned to Dynamo, called directly with
   Dynamo's inputs: AOTAutograd's runtime wrapper, lowerkit's, and the graph's artifact;
 - ``backend``: ``torch.compile(model, backend="lowerkit")``.
 
 ``wrappers`` is ``backend's function − artifact``; ``in Dynamo's frame`` is ``backend −
 Dynamo's floor − backend's function``: what the same calls cost more when Dynamo makes them.
+``backend / artifact`` is issue 18's ratio; ``backend / bare backend`` divides by ``artifact in
+Dynamo's frame``: what lowerkit's backend costs over the least a backend can do.
 """
 
 from __future__ import annotations
@@ -26,10 +32,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
+import time
 import warnings
 
 from call_floor import _measure
 
+COLUMNS = ("eager", "artifact", "artifact after eager", "artifact after an 8 MiB read",
+           "Dynamo's floor", "artifact in Dynamo's frame", "backend's function", "backend",
+           "wrappers", "in Dynamo's frame", "backend / artifact", "backend / bare backend")
 MODELS = ("mlp", "normalisations", "nonpersistent_buffer", "embedding_bag", "simple_cnn",
           "bert_tiny")
 
@@ -50,6 +61,17 @@ def _contenders(model, args) -> dict:
     floor = torch.compile(model, backend=floor_backend)
     floor(*args)
 
+    def bare_backend(gm, inputs):
+        # the user's tensors among Dynamo's inputs (which also hold the module's state)
+        at = [next(i for i, x in enumerate(inputs) if x is a) for a in args]
+        if isinstance(out, torch.Tensor):
+            return lambda *a: (art(*[a[i] for i in at]),)
+        return lambda *a: tuple(art(*[a[i] for i in at]))
+
+    torch._dynamo.reset()
+    bare = torch.compile(model, backend=bare_backend)
+    bare(*args)
+
     captured: dict = {}
 
     def keep(gm, inputs):
@@ -68,11 +90,22 @@ def _contenders(model, args) -> dict:
     return {
         "eager": lambda: model(*args),
         "artifact": lambda: art(*args),
-        "artifact + eager": lambda: (art(*args), model(*args)),
         "Dynamo's floor": lambda: floor(*args),
+        "artifact in Dynamo's frame": lambda: bare(*args),
         "backend's function": lambda: fn(*inputs),
         "backend": lambda: compiled(*args),
     }
+
+
+def _after(before, call, calls: int) -> float:
+    """Median µs of ``call()`` alone, each call made right after ``before()``."""
+    samples = []
+    for _ in range(calls):
+        before()
+        start = time.perf_counter_ns()
+        call()
+        samples.append(time.perf_counter_ns() - start)
+    return statistics.median(samples[calls // 10:]) / 1e3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,21 +128,28 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(opts.threads)
     meta = run_metadata()
     rows = []
-    columns = ("eager", "artifact", "artifact after eager", "Dynamo's floor",
-               "backend's function", "backend", "wrappers", "in Dynamo's frame")
+    columns = COLUMNS
     table = Table(title=f"µs a call, medians of {opts.rounds} rounds of {opts.calls} calls")
     for column in ("model", *columns):
         table.add_column(column, justify="left" if column == "model" else "right")
+    import numpy as np
+    other = np.ones(8 << 20, np.uint8)
     for name in opts.models.split(","):
         model, args, _ = ZOO[name].make()
         with torch.inference_mode():
-            times = _measure(_contenders(model, args), opts.rounds, opts.calls)
-        times["artifact after eager"] = times.pop("artifact + eager") - times["eager"]
+            contenders = _contenders(model, args)
+            times = _measure(contenders, opts.rounds, opts.calls)
+            art = contenders["artifact"]
+            times["artifact after eager"] = _after(contenders["eager"], art, opts.calls)
+            times["artifact after an 8 MiB read"] = _after(other.sum, art, opts.calls)
         times["wrappers"] = times["backend's function"] - times["artifact"]
         times["in Dynamo's frame"] = (times["backend"] - times["Dynamo's floor"]
                                       - times["backend's function"])
+        times["backend / artifact"] = times["backend"] / times["artifact"]
+        times["backend / bare backend"] = times["backend"] / times["artifact in Dynamo's frame"]
         rows.append({"model": name, **times})
-        table.add_row(name, *(f"{times[c]:.1f}" for c in columns))
+        table.add_row(name, *(f"{times[c]:.2f}" if "/" in c else f"{times[c]:.1f}"
+                              for c in columns))
     Console(width=200).print(table)
     if opts.json:
         with open(opts.json, "w") as f:
