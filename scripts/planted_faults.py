@@ -1534,6 +1534,16 @@ FAULTS = [
           "python/lowerkit/tuning.py",
           "    forced = IM2COL if strategy == IM2COL else _active.forced\n",
           "    forced = _active.forced\n"),
+    Fault("direct-call-past-input-mutation", "a graph that mutates an input is called past aot_autograd's wrappers, which write the mutation back",
+          ["test/python/test_backend.py::test_a_graph_that_only_passes_inputs_is_called_past_aot_autograds_wrappers"],
+          "python/lowerkit/backend.py",
+          "            or any(m.mutates_data or m.mutates_metadata for m in meta.input_info)\n",
+          "            or False\n"),
+    Fault("direct-call-past-output-alias", "a graph that returns a view of an input is called past aot_autograd's wrappers, which make it a view of the caller's tensor",
+          ["test/python/test_backend.py::test_a_graph_that_only_passes_inputs_is_called_past_aot_autograds_wrappers"],
+          "python/lowerkit/backend.py",
+          "            or any(o.output_type is not OutputType.non_alias for o in meta.output_info)):\n",
+          "            ):\n"),
 ]
 
 

@@ -634,6 +634,59 @@ def test_weights_are_read_by_reference_as_iree_parameters():
         assert compare(compiled(x), model(x)).ok
 
 
+class AddsToItsInput(torch.nn.Module):
+    """Mutates its input: aot_autograd's runtime wrapper writes the new value back."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        x.add_(1)
+        return self.linear(x)
+
+
+class ReturnsAViewOfItsInput(torch.nn.Module):
+    """Returns a view of its input: aot_autograd's runtime wrapper makes it one of ``x``."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.linear(x), x.view(-1)
+
+
+def test_a_graph_that_only_passes_inputs_is_called_past_aot_autograds_wrappers():
+    """An inference graph is called straight from Dynamo's inputs (`GraphRecord.direct`) when
+    aot_autograd's runtime wrappers would only pass inputs on; a graph that mutates an input or
+    returns a view of one keeps them, and the caller sees the mutation and the view."""
+    with torch.inference_mode():
+        model, x = _norm_mlp().eval(), torch.randn(3, 8)
+        compiled = torch.compile(model, backend=backend.backend, options={"strict": True})
+        for batch in (x, torch.randn(5, 8), torch.randn(7, 8)):  # static, then dynamic sizes
+            assert compare(compiled(batch), model(batch)).ok
+        assert [r.direct for r in backend.graphs()] == [True, True]
+
+        torch._dynamo.reset()
+        backend.reset()
+        model, x = AddsToItsInput().eval(), torch.randn(3, 8)
+        compiled, theirs = torch.compile(model, backend=backend.backend,
+                                         options={"strict": True}), x.clone()
+        for _ in range(2):
+            assert compare(compiled(x), model(theirs)).ok
+            assert torch.equal(x, theirs)  # each call added 1 to the caller's tensor
+        assert [r.direct for r in backend.graphs()] == [False]
+
+        torch._dynamo.reset()
+        backend.reset()
+        model, x = ReturnsAViewOfItsInput().eval(), torch.randn(3, 8)
+        out, view = torch.compile(model, backend=backend.backend, options={"strict": True})(x)
+        assert compare(out, model(x)[0]).ok
+        assert view.data_ptr() == x.data_ptr() and view.shape == (24,)
+        assert [r.direct for r in backend.graphs()] == [False]
+
+
 class Bessel(torch.nn.Module):
     """A block whose graph lowerkit refuses (bessel_j0): it runs eagerly on the tensors
     aot_autograd passes, which must be each block's own."""
