@@ -1138,6 +1138,12 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/tuned.py"
          " --json benchmarks/results/tuned.json",),
         render_tuned, torch_threads=2),
+    "backend-call-aot-wrappers": Block(
+        ("backend-call-aot-wrappers.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/backend_call.py "
+         "--json benchmarks/results/backend-call-aot-wrappers.json (at a commit before "
+         "GraphRecord.direct)",),
+        render_backend_call),
     "backend-call": Block(
         ("backend-call.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/backend_call.py "
