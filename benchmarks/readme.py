@@ -986,6 +986,11 @@ BLOCKS: dict[str, Block] = {
         ("backend-cpu.json",),
         (".venv/bin/python benchmarks/backend.py --torch-threads 2 --json benchmarks/results/backend-cpu.json",),
         render_backend, torch_threads=2, whole_zoo=True),
+    "backend-zen3": Block(
+        ("backend-cpu-zen3.json",),
+        ("LOWERKIT_TUNING_DB=off .venv/bin/python benchmarks/backend.py --torch-threads 2 "
+         "--json benchmarks/results/backend-cpu-zen3.json",),
+        render_backend, torch_threads=2, whole_zoo=True),
     "profile-real": Block(
         ("profile-real-before.json", "profile-real.json"),
         (".venv/bin/python benchmarks/profile_real.py --json benchmarks/results/profile-real.json"
