@@ -429,7 +429,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
     bound: _BoundWeights | None = None
     # an inference graph read by reference that aot_autograd's wrappers only pass inputs
     # to: [its slot in ``bound.active``, its inputs (`_direct_positions`)], once compiled
-    direct: list | None = None
+    direct: list = []
 
     def compiler(kind: str) -> Callable:
         def compile_one(g: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable:
@@ -463,7 +463,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
         if fn == g.forward:  # runs eagerly: on what aot_autograd passes, every input
             return make_boxed_func(fn)
         bound.add(fn, weights)
-        if direct is not None and not direct:
+        if not direct:
             found = _direct_positions(g, kept, len(kept_inputs))
             if found is not None:
                 direct[:] = [use, found]
@@ -498,7 +498,6 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
             constants = _FrozenWeights(state, tensors, gm, bool(opts.get("strict")))
         else:
             bound = _BoundWeights(state, tensors, twins)
-            direct = []
         kept_inputs = [i for i in range(len(example_inputs)) if i not in set(state)]
         compiled = aot(lifted, [example_inputs[i] for i in kept_inputs])
     pick = _picker(kept_inputs)
@@ -514,18 +513,13 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
     if not direct:
         return call_frozen
     use, found = direct
-    if all(isinstance(p, int) for p in found):
-        pick_direct = _picker([kept_inputs[p] for p in found])
+    sources = [kept_inputs[p] if type(p) is int else p for p in found]
+    gather = _picker(sources) if all(type(p) is int for p in sources) else (
+        lambda args: [args[p] if type(p) is int else p for p in sources])
 
-        def call_direct(*args: Any) -> Any:
-            bound.check(args)
-            return bound.active[use](*pick_direct(args))
-    else:
-        sources = [kept_inputs[p] if isinstance(p, int) else p for p in found]
-
-        def call_direct(*args: Any) -> Any:
-            bound.check(args)
-            return bound.active[use](*[args[p] if type(p) is int else p for p in sources])
+    def call_direct(*args: Any) -> Any:
+        bound.check(args)
+        return bound.active[use](*gather(args))
     return call_direct
 
 
