@@ -469,6 +469,20 @@ def split_no_graph(rec: dict, test: Any, golden: list, reason: str) -> tuple[str
                                 f"ATen op on a tensor (Dynamo: {reason})")
 
 
+def judge(rec: dict, error: BaseException | None, failures: list[str] | None,
+          graphs: list[dict] | None, test_and_golden: Callable[[], tuple] | None) -> tuple:
+    """`decide_outcome`, with a no-graph test's first graph break in its reason and, when
+    ``test_and_golden`` gives the test and its golden trace, split by `split_no_graph`."""
+    outcome, stage, reason = decide_outcome(error, failures, graphs)
+    if outcome != "no-graph":
+        return outcome, stage, reason
+    if rec.get("graph_breaks"):
+        reason = f"{reason}; graph break: {rec['graph_breaks'][0]}"
+    if test_and_golden is None:
+        return outcome, stage, reason
+    return split_no_graph(rec, *test_and_golden(), reason)
+
+
 def golden_trace(suite: Suite, test: Any) -> list:
     """The suite's golden trace of ``test`` (the module run eagerly, seed 0), inputs and
     outputs cloned."""
@@ -565,11 +579,7 @@ class Worker:
         if error is None:
             failures = compare_traces(golden, actual, self.suite.reporting)
             rec["failures"] = failures[:5]
-        outcome, stage, reason = decide_outcome(error, failures, graphs)
-        if outcome == "no-graph" and rec.get("graph_breaks"):
-            reason = f"{reason}; graph break: {rec['graph_breaks'][0]}"
-        if outcome == "no-graph":
-            outcome, stage, reason = split_no_graph(rec, test, golden, reason)
+        outcome, stage, reason = judge(rec, error, failures, graphs, lambda: (test, golden))
         rec.update(outcome=outcome, stage=stage, reason=reason)
         if graphs is not None:
             rec["graphs"] = graphs
@@ -1186,13 +1196,12 @@ def rejudge(args, console) -> int:
     changed = 0
     for r in results:
         if r["outcome"] in ("pass", "no-graph", "no-work", "fallback") and "graphs" in r:
-            outcome, stage, reason = decide_outcome(None, [], r["graphs"])
-            if outcome == "no-graph" and r.get("graph_breaks"):
-                reason = f"{reason}; graph break: {r['graph_breaks'][0]}"
-            if outcome == "no-graph" and suite is not None:
-                test = suite.tests[r["name"]]
-                outcome, stage, reason = split_no_graph(r, test, golden_trace(suite, test), reason)
-            elif outcome == "no-graph" and r["outcome"] == "no-work":
+            def test_and_golden(name=r["name"]):
+                test = suite.tests[name]
+                return test, golden_trace(suite, test)
+            outcome, stage, reason = judge(r, None, [], r["graphs"],
+                                           test_and_golden if suite is not None else None)
+            if outcome == "no-graph" and suite is None and r["outcome"] == "no-work":
                 outcome, stage, reason = r["outcome"], r["stage"], r["reason"]  # not re-run
             changed += outcome != r["outcome"]
             r.update(outcome=outcome, stage=stage, reason=reason)
