@@ -174,6 +174,31 @@ DEFAULT_TIER_LEAVES_OUT = {
         "9 s; its first case keeps zoo models through the backend",
     "test_backend.py::test_repeated_blocks_each_read_their_own_weights[Bessel]":
         "7 s; its first case keeps repeated blocks' own weights",
+    # Stop 56: pytest alone took 1197 s (2330 test-seconds) on a 2-core Zen 3 and stop 55's CI
+    # 1237 s in all. Times below are from that run.
+    "test_weights.py::test_a_dump_shows_the_parameter_globals":
+        "17 s; test_dump.py::test_dump_api_writes_every_stage_and_keeps_other_files finds the "
+        "weight's #stream.parameter.named global in the dump",
+    "test_weights.py::test_cuda_compiles_its_weights_as_parameters":
+        "15 s; test_the_vmfb_holds_code_and_the_weights_come_from_the_model keeps the weights "
+        "out of the vmfb (the same stage for every target), test_cuda.py runs CUDA's on a GPU",
+    "test_tuning.py::test_every_convolution_whole_when_asked_and_matches_eager":
+        "16 s; test_a_stored_choice_decides_each_convolutions_form sends convolutions whole by "
+        "a choice and checks them against eager",
+    "test_profile.py::test_profile_cli_prints_the_slowest_dispatches":
+        "15 s; test_profile_times_each_dispatch_inside_the_call keeps the per-dispatch timing "
+        "the command prints",
+    "test_bench.py::test_bench_model_reports_every_contender":
+        "13 s; test_bench_cli_writes_json runs bench_model through `lowerkit bench` and reads "
+        "its contenders' medians back",
+    "test_ecosystem_zoo.py::test_ecosystem_model_matches_eager[gpt2]":
+        "21 s; test_transformers_caches.py::test_a_decoder_prefill_returns_its_dynamic_cache "
+        "compiles a transformers decoder (LLaMA) and checks it and its cache against eager",
+    "test_cli_zoo.py::test_small_models_match_eager":
+        "11 s; test_a_failing_model_is_reported_and_fails_the_run runs `lowerkit zoo` with a "
+        "model that passes beside one that fails, and test_zoo.py the models",
+    "test_fuzz.py::test_cli_fuzz_prints_the_verdicts_and_fails_on_a_failure":
+        "10 s; test_fuzz_ci_cpu sweeps the generator, and the verdicts have their own tests",
 }
 
 

@@ -16,7 +16,8 @@ from lowerkit.zoo.coverage import check_model
 # bert_tiny through the backend in test_backend.py); `lowerkit zoo` runs them all.
 SLOW_HERE = {"resnet18", "unet_small", "mobilenet_v2_small", "resnet_small", "gru", "vit_tiny",
              "lstm_bidirectional", "lstm", "llama_tiny_prefill", "llama_tiny_decode", "gpt2_tiny",
-             "tcn", "simple_cnn", "bert_tiny"}
+             "tcn", "simple_cnn", "bert_tiny",
+             "topk_sort"}  # test_spine_models.py's topk_sort_cumsum: topk, sort with indices
 
 
 def _param(m):
