@@ -1154,6 +1154,12 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/backend_call.py "
          "--json benchmarks/results/backend-call.json",),
         render_backend_call),
+    "backend-call-larger": Block(
+        ("backend-call-larger.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/backend_call.py "
+         "resnet_small,mobilenet_v2_small,vit_tiny --calls 200 --rounds 11 "
+         "--json benchmarks/results/backend-call-larger.json",),
+        render_backend_call),
     "yielding-wait": Block(
         ("yielding-wait.json",),
         (".venv/bin/python benchmarks/yielding_wait.py --json benchmarks/results/yielding-wait.json",),

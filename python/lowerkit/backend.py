@@ -536,14 +536,17 @@ class Explanation:
         from rich.table import Table
 
         table = Table(title=title)
-        for col in ("#", "graph", "ATen ops", "runs in", "weights", "compile s", "why eager"):
+        for col in ("#", "graph", "ATen ops", "runs in", "called", "weights", "compile s",
+                    "why eager"):
             table.add_column(col, overflow="fold")
         for r in self.graphs:
             weights = ", ".join(part for part in (
                 f"{r.weights} by reference" if r.weights else "",
                 f"{r.frozen} frozen" if r.frozen else "") if part)
-            table.add_row(str(r.index), r.kind, str(r.ops), r.ran, weights, f"{r.seconds:.2f}",
-                          r.reason or "")
+            # past aot_autograd's runtime wrappers (`_direct_positions`), or through them
+            called = "" if r.ran != "lowerkit" else "direct" if r.direct else "aot_autograd"
+            table.add_row(str(r.index), r.kind, str(r.ops), r.ran, called, weights,
+                          f"{r.seconds:.2f}", r.reason or "")
         return table
 
 

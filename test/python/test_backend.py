@@ -667,6 +667,7 @@ def test_a_graph_that_only_passes_inputs_is_called_past_aot_autograds_wrappers()
         for batch in (x, torch.randn(5, 8), torch.randn(7, 8)):  # static, then dynamic sizes
             assert compare(compiled(batch), model(batch)).ok
         assert [r.direct for r in backend.graphs()] == [True, True]
+        assert _called_column(backend.graphs()) == ["direct", "direct"]  # `lowerkit explain`
 
         torch._dynamo.reset()
         backend.reset()
@@ -677,6 +678,7 @@ def test_a_graph_that_only_passes_inputs_is_called_past_aot_autograds_wrappers()
             assert compare(compiled(x), model(theirs)).ok
             assert torch.equal(x, theirs)  # each call added 1 to the caller's tensor
         assert [r.direct for r in backend.graphs()] == [False]
+        assert _called_column(backend.graphs()) == ["aot_autograd"]
 
         torch._dynamo.reset()
         backend.reset()
@@ -685,6 +687,12 @@ def test_a_graph_that_only_passes_inputs_is_called_past_aot_autograds_wrappers()
         assert compare(out, model(x)[0]).ok
         assert view.data_ptr() == x.data_ptr() and view.shape == (24,)
         assert [r.direct for r in backend.graphs()] == [False]
+
+
+def _called_column(records) -> list[str]:
+    """The ``called`` column of `lowerkit explain`'s table for these graphs."""
+    table = backend.Explanation(records, []).table()
+    return [str(cell) for cell in next(c for c in table.columns if c.header == "called").cells]
 
 
 class Bessel(torch.nn.Module):
