@@ -183,8 +183,9 @@ DEFAULT_TIER_LEAVES_OUT = {
         "15 s; test_the_vmfb_holds_code_and_the_weights_come_from_the_model keeps the weights "
         "out of the vmfb (the same stage for every target), test_cuda.py runs CUDA's on a GPU",
     "test_tuning.py::test_every_convolution_whole_when_asked_and_matches_eager":
-        "16 s; test_a_stored_choice_decides_each_convolutions_form sends convolutions whole by "
-        "a choice and checks them against eager",
+        "16 s; test_backend.py::test_convolutions_option[im2col] asks for every convolution "
+        "whole and checks the result and the stage's 'im2col, as asked' against eager, and "
+        "test_a_stored_choice_decides_each_convolutions_form sends them whole by a choice",
     "test_profile.py::test_profile_cli_prints_the_slowest_dispatches":
         "15 s; test_profile_times_each_dispatch_inside_the_call keeps the per-dispatch timing "
         "the command prints",
