@@ -203,7 +203,8 @@ DEFAULT_TIER_LEAVES_OUT = {
 }
 
 
-TIER_CHECK: dict = {"checked": False, "stale": []}
+# entries that name a case of a file collected whole but match none (test_tiers.py reads it)
+STALE_TIER_ENTRIES: list[str] = []
 
 
 def _left_out_of_default_tier(config, items) -> None:
@@ -215,13 +216,11 @@ def _left_out_of_default_tier(config, items) -> None:
                 matched.add(name)
     # An entry whose test was renamed or removed would leave nothing out, silently: with whole
     # files collected (no test ids, no -k), every entry of a collected file must match a test
-    # (test_tiers.py reads this, in whichever process collected)
     if any("::" in arg for arg in config.args) or config.getoption("keyword"):
         return
     files = {item.path.name for item in items}
-    TIER_CHECK["stale"] = [k for k in DEFAULT_TIER_LEAVES_OUT
-                           if k not in matched and k.split("::")[0] in files]
-    TIER_CHECK["checked"] = True
+    STALE_TIER_ENTRIES[:] = [k for k in DEFAULT_TIER_LEAVES_OUT
+                             if k not in matched and k.split("::")[0] in files]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -21,5 +21,5 @@ def test_each_test_the_default_tier_leaves_out_exists():
         if name.split("[")[0] not in defined:
             missing.append(entry)
     assert missing == [], "DEFAULT_TIER_LEAVES_OUT names tests that do not exist"
-    # a case id ([...]) is checked where its file was collected whole (conftest.TIER_CHECK)
-    assert conftest.TIER_CHECK["stale"] == [], "DEFAULT_TIER_LEAVES_OUT names uncollected cases"
+    # a case id ([...]) is checked where its file was collected whole
+    assert conftest.STALE_TIER_ENTRIES == [], "DEFAULT_TIER_LEAVES_OUT names uncollected cases"
