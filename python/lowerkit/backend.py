@@ -41,6 +41,7 @@ import torch
 from . import api, tuning
 from .errors import LowerkitError
 from .ingress import decompositions
+from .ingress.composite_overrides import cheap_overrides
 from .ingress.graph import import_graph
 from .ingress.importer import decomposition_table
 from .runtime.verify import verified
@@ -408,8 +409,10 @@ def _composites_as_export_keeps_them(example_inputs: Sequence[Any]) -> Any:
         return
     from torch.export.exported_program import (_override_composite_implicit_decomp,
                                                _split_decomp_table_to_cia_and_python_decomp)
-    composites, table = _split_decomp_table_to_cia_and_python_decomp(table)
-    with _override_composite_implicit_decomp(composites):
+    with contextlib.ExitStack() as overrides:
+        with cheap_overrides():  # entering overrides every composite op: cheaply
+            composites, table = _split_decomp_table_to_cia_and_python_decomp(table)
+            overrides.enter_context(_override_composite_implicit_decomp(composites))
         yield table
 
 

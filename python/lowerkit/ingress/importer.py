@@ -22,6 +22,7 @@ from torch.fx.experimental.symbolic_shapes import is_concrete_int
 from .. import tuning
 from ..errors import IngressError
 from . import checks, containers, decompositions, symbolic_scalars
+from .composite_overrides import cheap_overrides
 from .constant_lists import read_list_constants
 from .locations import name_node_locations
 from .signature import CallSignature, Constant, Leaf, TensorSpec, static_size
@@ -141,7 +142,8 @@ def _decompose(exported: torch.export.ExportedProgram) -> torch.export.ExportedP
                                     category=FutureWarning)
             decompositions.aten_for_prims(exported.graph)
             tuning.choose_convolutions(decompositions.conv_work(exported.graph))
-            decomposed = exported.run_decompositions(decomposition_table())
+            with cheap_overrides():
+                decomposed = exported.run_decompositions(decomposition_table())
         symbolic_scalars.rewrite(decomposed.graph)
         checks.keep(decomposed.graph)
         return decomposed
