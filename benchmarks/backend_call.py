@@ -19,12 +19,18 @@ Per model, interleaved round by round, medians of rounds of many calls (µs a ca
   the artifact with the user's inputs: the least any backend that runs this artifact pays;
 - ``backend's function``: what lowerkit's backend returned to Dynamo, called directly with
   Dynamo's inputs: AOTAutograd's runtime wrapper, lowerkit's, and the graph's artifact;
-- ``backend``: ``torch.compile(model, backend="lowerkit")``.
+- ``backend``: ``torch.compile(model, backend="lowerkit")``;
+- ``floor, module guards skipped`` and ``backend, module guards skipped``: the floor and the
+  backend compiled with torch's ``guard_filter_fn=skip_guard_on_inbuilt_nn_modules_unsafe``,
+  which drops Dynamo's guards on the attributes of built-in modules (``torch.nn.Linear``'s,
+  BatchNorm's): what a user who never changes those attributes after compiling can opt into.
+  Parameters and buffers are still inputs of each call, read as they are then.
 
 ``wrappers`` is ``backend's function − artifact``; ``in Dynamo's frame`` is ``backend −
 Dynamo's floor − backend's function``: what the same calls cost more when Dynamo makes them.
 ``backend / artifact`` is issue 18's ratio; ``backend / bare backend`` divides by ``artifact in
-Dynamo's frame``: what lowerkit's backend costs over the least a backend can do.
+Dynamo's frame``: what lowerkit's backend costs over the least a backend can do; ``skipped /
+artifact`` is issue 18's ratio with the built-in modules' guards skipped.
 """
 
 from __future__ import annotations
@@ -40,7 +46,11 @@ from call_floor import _measure
 
 COLUMNS = ("eager", "artifact", "artifact after eager", "artifact after an 8 MiB read",
            "Dynamo's floor", "artifact in Dynamo's frame", "backend's function", "backend",
-           "wrappers", "in Dynamo's frame", "backend / artifact", "backend / bare backend")
+           "floor, module guards skipped", "backend, module guards skipped",
+           "wrappers", "in Dynamo's frame", "backend / artifact", "backend / bare backend",
+           "skipped / artifact")
+# torch's own filter (torch.compiler): no guards on built-in modules' attributes
+SKIP_MODULE_GUARDS = "skip_guard_on_inbuilt_nn_modules_unsafe"
 MODELS = ("mlp", "normalisations", "nonpersistent_buffer", "embedding_bag", "simple_cnn",
           "bert_tiny")
 
@@ -72,6 +82,18 @@ def _contenders(model, args) -> dict:
     bare = torch.compile(model, backend=bare_backend)
     bare(*args)
 
+    def floor_skipped_backend(gm, inputs):  # its own backend: Dynamo keeps entries per backend
+        return floor_backend(gm, inputs)
+
+    skip = {"guard_filter_fn": getattr(torch.compiler, SKIP_MODULE_GUARDS)}
+    torch._dynamo.reset()
+    floor_skipped = torch.compile(model, backend=floor_skipped_backend, options=skip)
+    floor_skipped(*args)
+    torch._dynamo.reset()
+    lowerkit_backend.reset()
+    skipped = torch.compile(model, backend="lowerkit", options=skip)
+    skipped(*args)
+
     captured: dict = {}
 
     def keep(gm, inputs):
@@ -94,6 +116,8 @@ def _contenders(model, args) -> dict:
         "artifact in Dynamo's frame": lambda: bare(*args),
         "backend's function": lambda: fn(*inputs),
         "backend": lambda: compiled(*args),
+        "floor, module guards skipped": lambda: floor_skipped(*args),
+        "backend, module guards skipped": lambda: skipped(*args),
     }
 
 
@@ -147,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                                       - times["backend's function"])
         times["backend / artifact"] = times["backend"] / times["artifact"]
         times["backend / bare backend"] = times["backend"] / times["artifact in Dynamo's frame"]
+        times["skipped / artifact"] = times["backend, module guards skipped"] / times["artifact"]
         rows.append({"model": name, **times})
         table.add_row(name, *(f"{times[c]:.2f}" if "/" in c else f"{times[c]:.1f}"
                               for c in columns))
