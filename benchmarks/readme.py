@@ -1169,6 +1169,12 @@ BLOCKS: dict[str, Block] = {
          "resnet_small,mobilenet_v2_small,vit_tiny --calls 200 --rounds 11 "
          "--json benchmarks/results/backend-call-larger.json",),
         render_backend_call),
+    "backend-call-guards": Block(
+        ("backend-call-guards.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/backend_call.py "
+         "resnet_small,mobilenet_v2_small,vit_tiny --calls 200 --rounds 11 "
+         "--json benchmarks/results/backend-call-guards.json",),
+        render_backend_call),
     "yielding-wait": Block(
         ("yielding-wait.json",),
         (".venv/bin/python benchmarks/yielding_wait.py --json benchmarks/results/yielding-wait.json",),

@@ -739,6 +739,24 @@ def test_a_replaced_parameter_is_read_in_place_of_the_old_one():
         assert compare(compiled(x), model(x)).ok
 
 
+def test_torchs_guard_filter_for_built_in_modules_still_reads_each_calls_weights():
+    """``guard_filter_fn=torch.compiler.skip_guard_on_inbuilt_nn_modules_unsafe`` (torch's, in
+    the same options): Dynamo checks no attribute of a built-in module, so a replaced parameter
+    or buffer does not recompile; lowerkit still computes with the tensors of each call."""
+    torch.manual_seed(0)
+    model, x = _norm_mlp().eval(), torch.randn(3, 8)
+    compiled = torch.compile(model, backend="lowerkit", options={
+        "strict": True, "guard_filter_fn": torch.compiler.skip_guard_on_inbuilt_nn_modules_unsafe})
+    with torch.no_grad():
+        assert compare(compiled(x), model(x)).ok
+        model[0].weight = torch.nn.Parameter(torch.randn(16, 8))
+        model[2].running_var = torch.rand(16) + 0.5
+        assert compare(compiled(x), model(x)).ok
+        model[3].bias.add_(1.0)
+        assert compare(compiled(x), model(x)).ok
+    assert [r.ran for r in backend.graphs()] == ["lowerkit"]  # no recompile
+
+
 def test_freeze_runs_other_modules_weights_eagerly_not_with_the_frozen_ones():
     """Frozen constants are one block's: the same code called with another block's
     parameters runs eagerly (recorded), or raises with ``strict``; never the first block's
