@@ -469,6 +469,19 @@ def render_backend_call(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- composite_overrides.py --json ----------------------------------------------------------------
+def render_composite_overrides(data: dict, path: str) -> str:
+    lines = [f"| run_decompositions, s (medians of {data['rounds'] - 1}, interleaved) | torch's "
+             "overrides | lowerkit's cheap ones | saved |",
+             "| --- | ---: | ---: | ---: |"]
+    for r in data["models"]:
+        s = r["median_s"]
+        theirs = s["torch's"]
+        lines.append(f"| {r['model']} | {_num(theirs)} | {_num(s['cheap'])} "
+                     f"| {_num(r['saved_s'])} |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
 # -- conv_taps.py --json ---------------------------------------------------------------------------
 def render_conv_taps(data: dict, path: str) -> str:
     lines = [f"| one convolution, batch 1, fp32, ms a call (medians of {data['rounds']}) | eager "
@@ -1185,6 +1198,11 @@ BLOCKS: dict[str, Block] = {
          "resnet_small,mobilenet_v2_small,vit_tiny --calls 200 --rounds 11 "
          "--json benchmarks/results/backend-call-guards-2.json (a second run, right after the first)",),
         render_backend_call),
+    "composite-overrides": Block(
+        ("composite-overrides.json",),
+        (".venv/bin/python benchmarks/composite_overrides.py "
+         "--json benchmarks/results/composite-overrides.json",),
+        render_composite_overrides),
     "yielding-wait": Block(
         ("yielding-wait.json",),
         (".venv/bin/python benchmarks/yielding_wait.py --json benchmarks/results/yielding-wait.json",),

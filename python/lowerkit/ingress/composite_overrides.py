@@ -5,7 +5,7 @@ torch 2.13 overrides every CompositeImplicitAutograd op each time a graph is dec
 (``ExportedProgram.run_decompositions``, and `lowerkit.backend`'s inference graphs): about
 5,700 ``OperatorBase.py_impl`` registrations, each building its ``Callable[_P, _T]``
 annotations, after a fresh walk of every op namespace for the list of those ops. For a small
-program that was about half the decomposition's time (an mlp: 0.19 s against 0.11 s).
+program that was about half the decomposition's time (`benchmarks/composite_overrides.py`).
 
 `cheap_overrides` keeps torch's semantics and removes that cost for its span:
 
