@@ -33,7 +33,7 @@ ACTIVE = torch.__version__.startswith(MEASURED_ON)
 _LOCK = threading.RLock()
 _DEPTH = 0
 _SAVED: dict[str, Any] = {}
-_CIA_LISTS: dict[tuple, frozenset] = {}
+_CIA_LIST: list = [None, frozenset()]  # [its key (`_cia_key`), the list]: the latest only
 
 
 def _quick_py_impl(original: Any) -> Any:
@@ -68,10 +68,9 @@ def _cia_key() -> tuple:
 def _reused_cia_list(original: Any) -> Any:
     def collect() -> set:
         key = _cia_key()
-        found = _CIA_LISTS.get(key)
-        if found is None:
-            found = _CIA_LISTS[key] = frozenset(original())
-        return set(found)  # callers remove from it
+        if _CIA_LIST[0] != key:
+            _CIA_LIST[:] = [key, frozenset(original())]
+        return set(_CIA_LIST[1])  # callers remove from it
 
     return collect
 
