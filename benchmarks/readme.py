@@ -442,7 +442,8 @@ def render_backend_call(data: dict, path: str) -> str:
                "wrappers", "in Dynamo's frame", "backend / artifact", "backend / bare backend")
     skipped = ("floor, module guards skipped", "backend, module guards skipped",
                "skipped / artifact")
-    if all(c in data["models"][0] for c in skipped):  # runs since the guard-filter contenders
+    guards_skipped = all(c in data["models"][0] for c in skipped)  # runs since those contenders
+    if guards_skipped:
         columns += skipped
     lines = [f"| µs a call, medians of {data['rounds']} rounds of {data['calls']} calls | "
              + " | ".join(columns) + " |",
@@ -457,7 +458,7 @@ def render_backend_call(data: dict, path: str) -> str:
                  f"{min(bare):.2f} to {max(bare):.2f}; over the artifact called back to back: "
                  f"{min(direct):.2f} to {max(direct):.2f}. Load average {data['load_after']:.2g} "
                  f"at the end of the run.")
-    if skipped[-1] in columns:
+    if guards_skipped:
         ratios = [r[skipped[-1]] for r in data["models"]]
         floor = [r["Dynamo's floor"] / r[skipped[0]] for r in data["models"]]
         moved = [r[skipped[1]] / r["backend"] for r in data["models"]]
