@@ -49,7 +49,10 @@ The stages, in torch-mlir's MLIR build:
    ``copysign``, which read the sign bit through it) as a ``tensor.bitcast`` (torch-mlir has
    no lowering of the view);
 - ``linalg-on-tensors``: the backend contract to ``linalg``/``tensor``/``arith`` on tensors,
-   which IREE takes as input;
+   which IREE takes as input; loops (``torch.prim.Loop``, a ``while_loop``'s import) go to
+   ``scf`` first, before a canonicalization folds a first test known at compile time to
+   ``true`` (torch-mlir then took the while loop for a ``for`` loop of 2**63 - 1 steps that
+   never tests again: the call never returned);
 - ``fold-empty-contractions``: a matmul over a zero-length dimension is its zero init
    (iree-compile crashes on it);
 - ``keep-nan-arg-reductions``: ``argmax``/``argmin`` (and ``max``/``min`` over a dim) of a row
@@ -97,6 +100,7 @@ def build_pipeline() -> Pipeline:
             registry.passes.get("lower-bit-views"),
             PassPipelineStage(
                 "linalg-on-tensors",
+                "func.func(convert-torch-to-scf),"
                 "torch-backend-to-linalg-on-tensors-backend-pipeline",
             ),
             registry.passes.get("fold-empty-contractions"),

@@ -23,7 +23,7 @@ import torch.utils._pytree as pytree
 
 from ..errors import IngressError
 from ..ir import WEIGHT_ATTRIBUTE
-from . import checks, symbolic_scalars
+from . import checks, control_flow, symbolic_scalars
 from .importer import ImportedProgram
 from .locations import name_node_locations
 from .signature import (CallSignature, Constant, ItemSpec, Leaf, ScalarSpec, SizeSpec,
@@ -226,11 +226,16 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
                               pytree.tree_flatten(tuple(values))[1], out_leaves)
     # owned by a module holding gm's attributes: the importer reads constants (get_attr) and
     # rewrites as_strided through the owner
-    graph = torch.fx.GraphModule(gm, graph).graph
+    owner = torch.fx.GraphModule(gm, graph)
+    control_flow.carry_additional_inputs(owner)
+    graph = owner.graph
     context = ir.Context()
     torch_dialect.register_dialect(context)
     importer = name_node_locations(FxImporter(context=context))
     try:
+        # higher-order ops' subgraphs (while_loop's cond and body) first, as private
+        # functions, as the exported path does (`weights.import_with_weight_arguments`)
+        importer._import_all_child_modules(owner, "main", False)
         func = importer.import_stateless_graph(graph, func_name="main").operation
     except Exception as e:
         raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e

@@ -21,7 +21,7 @@ from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
 from .. import tuning
 from ..errors import IngressError
-from . import checks, containers, decompositions, symbolic_scalars
+from . import checks, containers, control_flow, decompositions, symbolic_scalars
 from .composite_overrides import cheap_overrides
 from .constant_lists import read_list_constants
 from .locations import name_node_locations
@@ -284,6 +284,7 @@ def import_program(
     _refuse_explicit_generators(exported)
     read_list_constants(exported)
     signature = _call_signature(exported, in_spec, in_leaves, captured, dyn, state)
+    control_flow.carry_additional_inputs(exported.graph_module)
     try:
         # issue 7: weights go in as raw bytes (tensor_literals), not through tolist() (~8 s on ResNet-18).
         context = ir.Context()

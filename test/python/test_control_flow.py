@@ -1,0 +1,71 @@
+"""``torch._higher_order_ops.while_loop`` through both front ends, against eager.
+
+torch-mlir (20261001) imports the loop as ``torch.prim.Loop``; its linalg pipeline folds a
+first test known at compile time (a counter starting from a constant) to ``true`` and then
+takes the loop for a ``for`` loop of 2**63 - 1 steps that never reads the test again: the call
+never returned. lowerkit converts loops to ``scf`` before that fold (``linalg-on-tensors``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch._higher_order_ops.while_loop import while_loop
+
+import lowerkit
+from lowerkit.runtime.numerics import compare
+
+
+class CountFromConstant(torch.nn.Module):
+    """Three steps from a counter that starts at a constant: the first test is known."""
+
+    def forward(self, x):
+        return while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 0.5 + 1.0),
+                          (torch.tensor(0), x))
+
+
+class CountToInput(torch.nn.Module):
+    """As many steps as ``n`` says, read at each call (zero when ``n <= 0``)."""
+
+    def forward(self, x, n):
+        return while_loop(lambda i, y: i < n, lambda i, y: (i + 1, torch.tanh(y) + i),
+                          (torch.zeros((), dtype=torch.int64), x))
+
+
+def _compiled(model, args, via):
+    if via == "compile":
+        return lowerkit.compile(model, args)
+    torch._dynamo.reset()
+    lowerkit.backend.reset()
+    return torch.compile(model, backend="lowerkit", options={"strict": True})
+
+
+def _same(got, want):
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        result = compare(g, w)
+        assert result.ok, result.message
+
+
+@pytest.mark.timeout(120)  # the defect was a call that never returned
+@pytest.mark.parametrize("via", ["compile", "backend"])
+def test_a_loop_whose_first_test_is_known_still_tests_each_step(via):
+    model, x = CountFromConstant(), torch.randn(7, 9)
+    fn = _compiled(model, (x,), via)
+    got = fn(x)
+    assert int(got[0]) == 3
+    _same(got, model(x))
+    if via == "backend":
+        assert [g.ran for g in lowerkit.backend.graphs()] == ["lowerkit"]
+
+
+@pytest.mark.parametrize("via", ["compile", "backend"])
+def test_a_loop_runs_as_many_steps_as_its_input_says(via):
+    model, x = CountToInput(), torch.randn(4, 5)
+    fn = _compiled(model, (x, torch.tensor(2)), via)
+    for n in (2, 5, 0, -1):  # zero steps: the inputs come back as they are
+        n = torch.tensor(n)
+        got = fn(x, n)
+        assert int(got[0]) == max(int(n), 0)
+        _same(got, model(x, n))
+    if via == "backend":
+        assert {g.ran for g in lowerkit.backend.graphs()} == {"lowerkit"}
