@@ -204,3 +204,25 @@ def test_check_keeps_each_source_line_whole_in_its_table():
     console = Console(width=160, record=True)
     console.print(report.table())
     assert where in console.export_text()
+
+
+def _quantized(x):
+    return torch.quantize_per_tensor(x, 0.04, -110, torch.qint8).dequantize()  # the quantized line
+
+
+@pytest.mark.parametrize("via", ["compile", "backend"])
+def test_a_quantized_tensor_names_its_dtype_op_and_line(via):
+    """torch-mlir's importer has no type for quantized dtypes and said only "KeyError:
+    torch.qint8"."""
+    line = next(i for i, text in enumerate(inspect.getsource(sys.modules[__name__]).splitlines(), 1)
+                if "# the quantized line" in text)
+    x = torch.randn(3, 4)
+    with pytest.raises(Exception) as caught:
+        if via == "compile":
+            lowerkit.compile(_quantized, (x,))
+        else:
+            torch._dynamo.reset()
+            torch.compile(_quantized, backend="lowerkit", options={"strict": True})(x)
+    message = str(caught.value)
+    assert "stage 'torch-import' failed: torch-mlir's importer has no type for torch.qint8" in message
+    assert "quantize_per_tensor" in message and f"{HERE}:{line}" in message

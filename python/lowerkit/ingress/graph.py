@@ -24,6 +24,7 @@ import torch.utils._pytree as pytree
 from ..errors import IngressError
 from ..ir import WEIGHT_ATTRIBUTE
 from . import checks, control_flow, symbolic_scalars
+from .import_errors import import_failure
 from .importer import ImportedProgram
 from .locations import name_node_locations
 from .signature import (CallSignature, Constant, ItemSpec, Leaf, ScalarSpec, SizeSpec,
@@ -238,7 +239,7 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         importer._import_all_child_modules(owner, "main", False)
         func = importer.import_stateless_graph(graph, func_name="main").operation
     except Exception as e:
-        raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e
+        raise import_failure(e, graph) from e
     if weights:
         with context:
             func.attributes["arg_attrs"] = ir.ArrayAttr.get([

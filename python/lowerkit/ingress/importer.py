@@ -24,6 +24,7 @@ from ..errors import IngressError
 from . import checks, containers, control_flow, decompositions, symbolic_scalars
 from .composite_overrides import cheap_overrides
 from .constant_lists import read_list_constants
+from .import_errors import import_failure
 from .locations import name_node_locations
 from .signature import CallSignature, Constant, Leaf, TensorSpec, static_size
 from .tensor_literals import TensorLiteralHooks
@@ -299,7 +300,7 @@ def import_program(
             module = fx.export_and_import(exported, output_type="raw", func_name="main",
                                           decomposition_table={}, fx_importer=importer)
     except Exception as e:
-        raise IngressError(f"stage 'torch-import' failed: {type(e).__name__}: {e}") from e
+        raise import_failure(e, exported.graph) from e
     return ImportedProgram(module, signature, exported, time.perf_counter() - start, state,
                            as_exported, by_reference)
 
