@@ -69,3 +69,30 @@ def test_a_loop_runs_as_many_steps_as_its_input_says(via):
         _same(got, model(x, n))
     if via == "backend":
         assert {g.ran for g in lowerkit.backend.graphs()} == {"lowerkit"}
+
+
+class Branches(torch.nn.Module):
+    """``torch.cond`` on data: two outputs, a layer's weights read inside each branch."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        return torch.cond(x.mean() > 0,
+                          lambda x: (torch.relu(self.layer(x)), x.sum(0)),
+                          lambda x: (self.layer(x) * -2.0, x.amax(0)),
+                          (x,))
+
+
+@pytest.mark.parametrize("via", ["compile", "backend"])
+def test_a_condition_on_data_takes_the_branch_eager_takes(via):
+    torch.manual_seed(0)
+    model, x = Branches().eval(), torch.randn(5, 6)
+    fn = _compiled(model, (x,), via)
+    with torch.no_grad():
+        for sign in (1.0, -1.0, 1.0):  # each branch, then back
+            x = x.abs() * sign
+            _same(fn(x), model(x))
+    if via == "backend":
+        assert {g.ran for g in lowerkit.backend.graphs()} == {"lowerkit"}

@@ -1,4 +1,7 @@
-"""``while_loop``'s additional inputs as carried values, so torch-mlir can import the loop.
+"""Control flow's higher-order ops (``while_loop``, ``torch.cond``) in a form torch-mlir imports.
+
+``while_loop``: its additional inputs as carried values (`carry_additional_inputs`).
+``torch.cond``: a node importer that writes it as ``torch.prim.If`` (`node_importer_class`).
 
 A ``torch._higher_order_ops.while_loop`` whose body reads a value from outside it (``i < n``
 for an input ``n``) takes that value as an *additional input*: the cond and body graphs
@@ -57,3 +60,52 @@ def carry_additional_inputs(gm: torch.fx.GraphModule) -> int:
     if done:
         gm.recompile()
     return done
+
+
+_NODE_IMPORTER: list[type] = []
+
+
+def node_importer_class() -> type:
+    """torch-mlir's ``GraphNodeImporter`` that also imports ``torch.cond``, as
+    ``torch.prim.If`` calling the branch taken (torch-mlir 20261001 has no import of it:
+    "Higher-order operation 'cond' not implemented"). Pass it to ``FxImporter`` as
+    ``graph_node_importer_cls``."""
+    if _NODE_IMPORTER:
+        return _NODE_IMPORTER[0]
+    from torch_mlir.extras.fx_importer import GraphNodeImporter
+    from torch_mlir.ir import Block, FlatSymbolRefAttr, InsertionPoint, Operation
+
+    class ControlFlowNodeImporter(GraphNodeImporter):
+        __slots__ = ()
+
+        def _import_hop_cond(self, loc, node, hop):
+            pred, true_fn, false_fn, operands = node.args
+            if not (isinstance(pred, torch.fx.Node)
+                    and isinstance(pred.meta.get("val"), torch.Tensor)):
+                raise NotImplementedError(
+                    f"torch.cond on a {type(pred.meta.get('val') if isinstance(pred, torch.fx.Node) else pred).__name__} "
+                    "predicate: lowerkit imports a condition held in a tensor")
+            root = node.graph.owning_module
+            branches = [self.fx_importer._graph_module_to_func_name[id(getattr(root, f.target))]
+                        for f in (true_fn, false_fn)]
+            values = [self._import_argument(loc, v) for v in operands]
+            flag = Operation.create("torch.aten.Bool.Tensor", results=[self._cc.torch_bool_type],
+                                    operands=[self._import_argument(loc, pred)], loc=loc).result
+            results = node.meta["val"]
+            results = list(results) if isinstance(results, (tuple, list)) else [results]
+            types = [self._cc.value_info_to_type(v) for v in results]
+            branch_op = Operation.create("torch.prim.If", results=types, operands=[flag],
+                                         regions=2, loc=loc)
+            for region, callee in zip(branch_op.regions, branches):
+                with InsertionPoint(Block.create_at_start(region, [])):
+                    call = Operation.create("func.call", results=types, operands=values,
+                                            attributes={"callee": FlatSymbolRefAttr.get(callee)},
+                                            loc=loc)
+                    Operation.create("torch.prim.If.yield", results=[],
+                                     operands=list(call.results), loc=loc)
+            self._multi_result_nodes.add(node)  # its users read each result by getitem
+            for i, value in enumerate(branch_op.results):
+                self.bind_node_value(node, value, i)
+
+    _NODE_IMPORTER.append(ControlFlowNodeImporter)
+    return ControlFlowNodeImporter

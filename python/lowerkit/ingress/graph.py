@@ -232,7 +232,8 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     graph = owner.graph
     context = ir.Context()
     torch_dialect.register_dialect(context)
-    importer = name_node_locations(FxImporter(context=context))
+    importer = name_node_locations(FxImporter(
+        context=context, graph_node_importer_cls=control_flow.node_importer_class()))
     try:
         # higher-order ops' subgraphs (while_loop's cond and body) first, as private
         # functions, as the exported path does (`weights.import_with_weight_arguments`)

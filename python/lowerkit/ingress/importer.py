@@ -291,7 +291,9 @@ def import_program(
         context = ir.Context()
         torch_dialect.register_dialect(context)
         # each op's location names its module path and FX node around its file:line
-        importer = name_node_locations(FxImporter(context=context, hooks=TensorLiteralHooks()))
+        importer = name_node_locations(FxImporter(
+            context=context, hooks=TensorLiteralHooks(),
+            graph_node_importer_cls=control_flow.node_importer_class()))
         if weights == "external":
             by_reference = import_with_weight_arguments(importer, exported)
             module = importer.module
