@@ -96,3 +96,49 @@ def test_a_condition_on_data_takes_the_branch_eager_takes(via):
             _same(fn(x), model(x))
     if via == "backend":
         assert {g.ran for g in lowerkit.backend.graphs()} == {"lowerkit"}
+
+
+def _by_length(x):
+    return torch.cond(x.shape[0] > 4, lambda y: (y + 1.0,), lambda y: (y * 2.0,), (x,))
+
+
+@pytest.mark.parametrize("via", ["compile", "backend"])
+def test_a_condition_on_a_dynamic_size_is_decided_at_each_call(via):
+    x = torch.randn(6)
+    if via == "compile":
+        fn = lowerkit.compile(_by_length, (x,),
+                              dynamic_shapes=({0: torch.export.Dim("n", min=2)},))
+    else:
+        torch._dynamo.reset()
+        lowerkit.backend.reset()
+        fn = torch.compile(_by_length, backend="lowerkit", dynamic=True, options={"strict": True})
+    for n in (6, 3, 7, 2):  # each branch, from one executable
+        y = torch.randn(n)
+        _same(fn(y), _by_length(y))
+    if via == "backend":
+        assert [g.ran for g in lowerkit.backend.graphs()] == ["lowerkit"]
+
+
+class Recurrent(torch.nn.Module):
+    """A cell applied ``steps`` times: its weights are the loop's additional inputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = torch.nn.Linear(8, 8)
+
+    def forward(self, h, steps):
+        return while_loop(lambda i, h: i < steps,
+                          lambda i, h: (i + 1, torch.tanh(self.cell(h))),
+                          (torch.zeros((), dtype=torch.int64), h))
+
+
+@pytest.mark.parametrize("via", ["compile", "backend"])
+def test_a_loop_reads_its_layers_weights_and_sees_them_change(via):
+    torch.manual_seed(0)
+    model, h = Recurrent().eval(), torch.randn(2, 8)
+    fn = _compiled(model, (h, torch.tensor(3)), via)
+    with torch.no_grad():
+        for steps in (3, 0):
+            _same(fn(h, torch.tensor(steps)), model(h, torch.tensor(steps)))
+        model.cell.weight.mul_(-0.5)  # in place, between calls
+        _same(fn(h, torch.tensor(4)), model(h, torch.tensor(4)))

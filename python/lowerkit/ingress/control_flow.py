@@ -66,10 +66,10 @@ _NODE_IMPORTER: list[type] = []
 
 
 def node_importer_class() -> type:
-    """torch-mlir's ``GraphNodeImporter`` that also imports ``torch.cond``, as
-    ``torch.prim.If`` calling the branch taken (torch-mlir 20261001 has no import of it:
-    "Higher-order operation 'cond' not implemented"). Pass it to ``FxImporter`` as
-    ``graph_node_importer_cls``."""
+    """torch-mlir's ``GraphNodeImporter`` that also imports ``torch.cond``, as a
+    ``torch.prim.If`` whose two regions call the branch graphs (torch-mlir 20261001 has no
+    import of it: "Higher-order operation 'cond' not implemented"). Pass it to ``FxImporter``
+    as ``graph_node_importer_cls``."""
     if _NODE_IMPORTER:
         return _NODE_IMPORTER[0]
     from torch_mlir.extras.fx_importer import GraphNodeImporter
@@ -80,17 +80,19 @@ def node_importer_class() -> type:
 
         def _import_hop_cond(self, loc, node, hop):
             pred, true_fn, false_fn, operands = node.args
-            if not (isinstance(pred, torch.fx.Node)
-                    and isinstance(pred.meta.get("val"), torch.Tensor)):
-                raise NotImplementedError(
-                    f"torch.cond on a {type(pred.meta.get('val') if isinstance(pred, torch.fx.Node) else pred).__name__} "
-                    "predicate: lowerkit imports a condition held in a tensor")
+            value = pred.meta.get("val") if isinstance(pred, torch.fx.Node) else pred
+            if not isinstance(value, (torch.Tensor, torch.SymBool)):
+                raise NotImplementedError(f"torch.cond on a {type(value).__name__} condition: "
+                                          "lowerkit imports one held in a tensor or computed "
+                                          "from sizes")
             root = node.graph.owning_module
             branches = [self.fx_importer._graph_module_to_func_name[id(getattr(root, f.target))]
                         for f in (true_fn, false_fn)]
             values = [self._import_argument(loc, v) for v in operands]
-            flag = Operation.create("torch.aten.Bool.Tensor", results=[self._cc.torch_bool_type],
-                                    operands=[self._import_argument(loc, pred)], loc=loc).result
+            flag = self._import_argument(loc, pred)  # a size's comparison: a !torch.bool
+            if isinstance(value, torch.Tensor):
+                flag = Operation.create("torch.aten.Bool.Tensor", operands=[flag], loc=loc,
+                                        results=[self._cc.torch_bool_type]).result
             results = node.meta["val"]
             results = list(results) if isinstance(results, (tuple, list)) else [results]
             types = [self._cc.value_info_to_type(v) for v in results]
