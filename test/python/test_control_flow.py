@@ -1,9 +1,12 @@
-"""``torch._higher_order_ops.while_loop`` through both front ends, against eager.
+"""``torch._higher_order_ops.while_loop`` and ``torch.cond`` through both front ends, against
+eager.
 
 torch-mlir (20261001) imports the loop as ``torch.prim.Loop``; its linalg pipeline folds a
 first test known at compile time (a counter starting from a constant) to ``true`` and then
 takes the loop for a ``for`` loop of 2**63 - 1 steps that never reads the test again: the call
-never returned. lowerkit converts loops to ``scf`` before that fold (``linalg-on-tensors``)."""
+never returned. lowerkit converts loops to ``scf`` before that fold (``linalg-on-tensors``).
+torch-mlir has no import of ``torch.cond``; lowerkit's node importer writes it as
+``torch.prim.If`` (`lowerkit.ingress.control_flow`)."""
 
 from __future__ import annotations
 
