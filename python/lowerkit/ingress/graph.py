@@ -25,8 +25,7 @@ from ..errors import IngressError
 from ..ir import WEIGHT_ATTRIBUTE
 from . import checks, control_flow, symbolic_scalars
 from .import_errors import import_failure
-from .importer import ImportedProgram
-from .locations import name_node_locations
+from .importer import ImportedProgram, fx_importer
 from .signature import (CallSignature, Constant, ItemSpec, Leaf, ScalarSpec, SizeSpec,
                         TensorSpec)
 
@@ -187,8 +186,6 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     (`lowerkit.ingress.weights`), which IREE reads at load as a parameter: the call signature
     leaves them out."""
     from torch_mlir import ir
-    from torch_mlir.dialects import torch as torch_dialect
-    from torch_mlir.extras.fx_importer import FxImporter
 
     start = time.perf_counter()
     weights = dict(weights or {})
@@ -230,10 +227,7 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     owner = torch.fx.GraphModule(gm, graph)
     control_flow.carry_additional_inputs(owner)
     graph = owner.graph
-    context = ir.Context()
-    torch_dialect.register_dialect(context)
-    importer = name_node_locations(FxImporter(
-        context=context, graph_node_importer_cls=control_flow.node_importer_class()))
+    importer = fx_importer()
     try:
         # higher-order ops' subgraphs (while_loop's cond and body) first, as private
         # functions, as the exported path does (`weights.import_with_weight_arguments`)
@@ -242,7 +236,7 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     except Exception as e:
         raise import_failure(e, graph) from e
     if weights:
-        with context:
+        with func.context:
             func.attributes["arg_attrs"] = ir.ArrayAttr.get([
                 ir.DictAttr.get({WEIGHT_ATTRIBUTE: ir.StringAttr.get(weights[i][0])}
                                 if i in weights else {})

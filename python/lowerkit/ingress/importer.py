@@ -263,9 +263,7 @@ def import_program(
     ``weights``: one of `WEIGHT_MODES`."""
     if weights not in WEIGHT_MODES:
         raise ValueError(f"weights must be one of {', '.join(WEIGHT_MODES)}, got {weights!r}")
-    from torch_mlir import fx, ir
-    from torch_mlir.dialects import torch as torch_dialect
-    from torch_mlir.extras.fx_importer import FxImporter
+    from torch_mlir import fx
 
     start = time.perf_counter()
     kwargs = dict(kwargs or {})
@@ -288,12 +286,7 @@ def import_program(
     control_flow.carry_additional_inputs(exported.graph_module)
     try:
         # issue 7: weights go in as raw bytes (tensor_literals), not through tolist() (~8 s on ResNet-18).
-        context = ir.Context()
-        torch_dialect.register_dialect(context)
-        # each op's location names its module path and FX node around its file:line
-        importer = name_node_locations(FxImporter(
-            context=context, hooks=TensorLiteralHooks(),
-            graph_node_importer_cls=control_flow.node_importer_class()))
+        importer = fx_importer(TensorLiteralHooks())
         if weights == "external":
             by_reference = import_with_weight_arguments(importer, exported)
             module = importer.module
@@ -305,6 +298,21 @@ def import_program(
         raise import_failure(e, exported.graph) from e
     return ImportedProgram(module, signature, exported, time.perf_counter() - start, state,
                            as_exported, by_reference)
+
+
+def fx_importer(hooks: Any = None) -> Any:
+    """torch-mlir's FX importer, in a fresh context, as both of lowerkit's imports use it: each
+    op's location names its module path and FX node around its file:line
+    (`locations.name_node_locations`), and control flow's higher-order ops are imported
+    (`control_flow.node_importer_class`)."""
+    from torch_mlir import ir
+    from torch_mlir.dialects import torch as torch_dialect
+    from torch_mlir.extras.fx_importer import FxImporter
+
+    context = ir.Context()
+    torch_dialect.register_dialect(context)
+    return name_node_locations(FxImporter(
+        context=context, hooks=hooks, graph_node_importer_cls=control_flow.node_importer_class()))
 
 
 def _input_leaves(leaves: list) -> list[Leaf]:
