@@ -87,10 +87,12 @@ class ThickConvs(torch.nn.Module):
 def test_the_rule_sends_thick_strided_or_small_convolutions_whole():
     """A thick convolution (128+ input and output channels) goes whole when strided or under
     28x28 output positions, and per tap otherwise; a thinner strided one, and a small one with
-    64 output channels, stay per tap. For a GPU target all stay per tap."""
+    64 output channels, stay per tap. For a GPU target all stay per tap. Compiled for an AVX2
+    CPU: on an AVX-512 host lowerkit data-tiles this net instead, every convolution whole
+    (`test_without_a_choice_lowerkit_data_tiles_a_dense_convolution_net_only`)."""
     torch.manual_seed(0)
     model, args = ThickConvs().eval(), (torch.randn(1, 128, 56, 56),)
-    with tuning.applied("cpu", TuningDatabase("/nonexistent/tuning.json")) as used:
+    with tuning.applied("cpu:x86-64-v3", TuningDatabase("/nonexistent/tuning.json")) as used:
         imported = import_program(model, args)
     assert sorted(_whole(imported.module)) == ["!torch.vtensor<[1,128,14,14],f32>",
                                                "!torch.vtensor<[1,128,28,28],f32>"]
