@@ -915,6 +915,12 @@ BLOCKS: dict[str, Block] = {
          "compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,gpt2_base"
          " --json benchmarks/results/compile-cold-zen4.json",),
         render_compile_cold),
+    "compile-cold-zen4-repeated": Block(
+        ("compile-cold-zen4-repeated.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
+         "compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,gpt2_base --repeats 5"
+         " --json benchmarks/results/compile-cold-zen4-repeated.json",),
+        render_compile_cold),
     "compile-cold-zen5": Block(
         ("compile-cold-zen5.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
