@@ -1140,6 +1140,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"
          " --json benchmarks/results/real-shapes.json",),
         render_real_shapes, torch_threads=2),
+    "real-shapes-zen4-head": Block(
+        ("real-shapes-zen4-head.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"
+         " --json benchmarks/results/real-shapes-zen4-head.json",),
+        render_real_shapes, torch_threads=2),
     "real-shapes-zen3": Block(
         ("real-shapes-zen3.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"
