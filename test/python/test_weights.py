@@ -158,11 +158,6 @@ def test_vulkan_reads_its_weights_as_parameters():
     _check(art, net)
 
 
-def test_vulkan_compiles_its_weights_in_by_default():
-    # (cpu alone keeps them external: test_the_vmfb_holds_code_and_the_weights_come_from_the_model)
-    assert not lowerkit.compile(_net(0), ARGS, target="vulkan", cache=False).parameters
-
-
 # slow on a 2-core Zen 3 (the suite's budget is 20 min): 11 s, a second Vulkan compile
 @pytest.mark.slow
 def test_a_compile_for_cpu_and_vulkan_compiles_its_weights_in():
@@ -221,6 +216,9 @@ def test_weights_compiled_in_by_default_changed_in_place_raise_instead_of_answer
         pytest.skip("no Vulkan device (lavapipe) here")
     net = _net(0)
     art = lowerkit.compile(net, ARGS, target="vulkan", cache=False)
+    # Vulkan compiles the weights in by default (cpu alone keeps them external:
+    # test_the_vmfb_holds_code_and_the_weights_come_from_the_model)
+    assert not art.parameters
     _check(art, net)
     with torch.no_grad():
         net.conv.weight.mul_(0.5)
