@@ -1210,6 +1210,12 @@ BLOCKS: dict[str, Block] = {
          "resnet_small,mobilenet_v2_small,vit_tiny --calls 200 --rounds 11 "
          "--json benchmarks/results/backend-call-guards-2.json (a second run, right after the first)",),
         render_backend_call),
+    "backend-call-zen4": Block(
+        ("backend-call-zen4.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/backend_call.py "
+         "resnet_small,mobilenet_v2_small,vit_tiny --calls 200 --rounds 11 "
+         "--json benchmarks/results/backend-call-zen4.json",),
+        render_backend_call),
     "composite-overrides": Block(
         ("composite-overrides.json",),
         (".venv/bin/python benchmarks/composite_overrides.py "
