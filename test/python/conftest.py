@@ -213,8 +213,9 @@ DEFAULT_TIER_LEAVES_OUT = {
         "backend's own choice (AVX-512 hosts) is checked in the slow tier alone, with its three "
         "planted faults",
     "test_cpu_targets.py::test_zoo_model_on_a_named_cpu[simple_cnn-sapphirerapids]":
-        "14 s; its bert_tiny case compiles for the AVX-512/AMX end, and the CNN runs natively "
-        "on every AVX-512 host's test_zoo.py",
+        "14 s; its bert_tiny case compiles for the AVX-512/AMX end, and on an AVX-512 host the "
+        "spine's convolution models (test_spine_models.py: conv_bn_relu, residual_block) and "
+        "scripts/check-wheel's simple_cnn compile for the host's CPU",
     "test_compile_ladder.py::test_a_failure_iree_blames_on_its_optimization_level_keeps_the_"
     "other_fast_flags[test_compile_ladder_head.py]":
         "4 s; its <string> case climbs the same rung, from source without a file",
