@@ -1024,6 +1024,11 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off .venv/bin/python benchmarks/backend.py --torch-threads 2 "
          "--json benchmarks/results/backend-cpu-zen3.json",),
         render_backend, torch_threads=2, whole_zoo=True),
+    "backend-zen4": Block(
+        ("backend-cpu-zen4.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/backend.py"
+         " --torch-threads 2 --json benchmarks/results/backend-cpu-zen4.json",),
+        render_backend, torch_threads=2, whole_zoo=True),
     "profile-real": Block(
         ("profile-real-before.json", "profile-real.json"),
         (".venv/bin/python benchmarks/profile_real.py --json benchmarks/results/profile-real.json"
