@@ -311,6 +311,22 @@ def render_call_floor(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- weights_call.py --json ------------------------------------------------------------------------
+def render_weights_call(data: dict, path: str) -> str:
+    lines = [f"| ms a call, medians of {data['rounds']} interleaved rounds | eager "
+             "| weights as parameters | weights compiled in | parameters / compiled in "
+             "| vmfb KiB, parameters / compiled in | matches eager |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in data["models"]:
+        ms, v = r["ms"], r["vmfb_bytes"]
+        ok = all(c["ok"] for c in r["checks"].values())
+        lines.append(f"| {r['model']} | {_num(ms['eager'])} | {_num(ms['external'])} | "
+                     f"{_num(ms['inline'])} | {r['external_over_inline']:.3f} | "
+                     f"{_num(v['external'] / 1024)} / {_num(v['inline'] / 1024)} | "
+                     + ("yes" if ok else "**no**") + " |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
 # -- yielding_wait.py --json ----------------------------------------------------------------------
 def render_yielding_wait(data: dict, path: str) -> str:
     lines = [f"| one call, ms ({data['rounds']} rounds × {data['calls']} calls each way, "
@@ -1230,6 +1246,11 @@ BLOCKS: dict[str, Block] = {
         ("yielding-wait.json",),
         (".venv/bin/python benchmarks/yielding_wait.py --json benchmarks/results/yielding-wait.json",),
         render_yielding_wait, torch_threads=2),
+    "weights-call": Block(
+        ("weights-call.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/weights_call.py "
+         "--json benchmarks/results/weights-call.json",),
+        render_weights_call, torch_threads=2),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),

@@ -1,0 +1,121 @@
+"""Steady-state call with the weights as IREE parameters against the weights compiled in
+(issue 19: "steady-state call time unchanged, ±5 %").
+
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/weights_call.py \\
+        --json benchmarks/results/weights-call.json
+    .venv/bin/python benchmarks/weights_call.py --models resnet18 --rounds 5   # a quick look
+
+Per model (random weights, batch 1, cache off): ``lowerkit.compile`` with ``weights="external"``
+(the CPU default: the vmfb holds code, the model's tensors are bound at load) and with
+``weights="inline"`` (the weights as constants in the vmfb). Both are checked against eager,
+called once (the load and IREE's initializers), then timed interleaved with eager in rounds
+(`lowerkit.tools.tune.time_interleaved`: the order alternates each round). The ratio is
+external over inline, so above 1 means parameters cost time at each call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import time
+import warnings
+from pathlib import Path
+
+MODELS = ["resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2_base"]
+
+
+def _model_factories() -> dict:
+    """compile_cold.py's models (the zoo's and the two base-sized transformers), so both issue
+    19 tables speak of the same programs."""
+    path = Path(__file__).with_name("compile_cold.py")
+    spec = importlib.util.spec_from_file_location("compile_cold", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module._models()
+
+
+def bench_model(name: str, make, rounds: int) -> dict:
+    import torch
+
+    import lowerkit
+    from lowerkit.runtime.numerics import compare
+    from lowerkit.tools.tune import time_interleaved
+
+    model, args = make()
+    arts, compile_s, first_ms, checks = {}, {}, {}, {}
+    with torch.inference_mode():
+        want = model(*args)
+        for weights in ("external", "inline"):
+            start = time.perf_counter()
+            art = lowerkit.compile(model, args, cache=False, weights=weights)
+            compile_s[weights] = time.perf_counter() - start
+            start = time.perf_counter()
+            got = art(*args)
+            first_ms[weights] = (time.perf_counter() - start) * 1e3
+            result = compare(got, want)
+            checks[weights] = {"ok": result.ok, "text": str(result)}
+            arts[weights] = art
+        samples = time_interleaved(
+            {"eager": lambda: model(*args),
+             **{w: (lambda a=a: a(*args)) for w, a in arts.items()}}, rounds)
+    ms = {k: statistics.median(v) for k, v in samples.items()}
+    return {
+        "model": name,
+        "ms": ms,
+        "samples_ms": samples,
+        "external_over_inline": ms["external"] / ms["inline"],
+        "compile_s": {k: round(v, 2) for k, v in compile_s.items()},
+        "first_call_ms": first_ms,
+        "vmfb_bytes": {k: (a.compile_stats or {}).get("vmfb_bytes") for k, a in arts.items()},
+        "parameters": len(arts["external"].parameters),
+        "checks": checks,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--rounds", type=int, default=21, help="interleaved rounds")
+    parser.add_argument("--json", metavar="FILE")
+    opts = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    from lowerkit.tools.bench import run_metadata
+
+    torch.set_num_threads(2)
+    meta = run_metadata()
+    factories = _model_factories()
+    console = Console(width=160)
+    rows = []
+    for name in opts.models.split(","):
+        with console.status(f"{name}: compiling twice (parameters, inline), timing"):
+            rows.append(bench_model(name, factories[name], opts.rounds))
+    table = Table(title=f"ms a call, median of {opts.rounds} interleaved rounds")
+    for col in ("model", "eager", "parameters", "inline", "parameters / inline",
+                "vmfb KiB parameters / inline", "matches eager"):
+        table.add_column(col)
+    for r in rows:
+        ms, v = r["ms"], r["vmfb_bytes"]
+        table.add_row(r["model"], f"{ms['eager']:.2f}", f"{ms['external']:.2f}",
+                      f"{ms['inline']:.2f}", f"{r['external_over_inline']:.3f}",
+                      f"{v['external'] / 1024:.0f} / {v['inline'] / 1024:.0f}",
+                      "yes" if all(c["ok"] for c in r["checks"].values()) else "NO")
+    console.print(table)
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump({"meta": meta, "rounds": opts.rounds, "load_after": os.getloadavg()[0],
+                       "models": rows}, f, indent=1)
+            f.write("\n")
+        print(f"wrote {opts.json}")
+    return 0 if all(c["ok"] for r in rows for c in r["checks"].values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
