@@ -26,6 +26,14 @@ def tiny():
     return Tiny(), (torch.randn(2, 8),)
 
 
+def conv_bn():
+    """IREE hoists what it computes from weights alone (the folded BatchNorm) into initializers
+    with dispatches of their own."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU())
+    return model.eval(), (torch.randn(1, 3, 16, 16),)
+
+
 def test_dump_api_writes_every_stage_and_keeps_other_files(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     (tmp_path / "sub").mkdir()
@@ -96,7 +104,7 @@ def test_iree_phases_are_asked_for():
     for them records all twelve, and the stage table says how to ask."""
     from rich.console import Console
 
-    model, args = tiny()
+    model, args = conv_bn()
     plain = lowerkit.compile(model, args, cache=False)
     assert plain.compile_stats["phases"] == [] and plain.compile_stats["dispatches"] >= 1
     console = Console(record=True, width=160)
@@ -107,6 +115,9 @@ def test_iree_phases_are_asked_for():
     assert [p["name"] for p in seen.compile_stats["phases"]] == list(PHASES)
     # printing the phases changes nothing that is compiled, and both answers are eager's
     assert seen.vmfb == plain.vmfb
+    # one program, one count: the flow phase's, or the dispatch names the vmfb keeps (each
+    # initializer numbers its dispatches from 0, as the program's own do)
+    assert plain.compile_stats["dispatches"] == seen.compile_stats["dispatches"] > 2
     with torch.no_grad():
         expected = model(*args)
     for art in (plain, seen):

@@ -117,7 +117,9 @@ class ExecutableFile:
     path: Path | None = None
 
 
-_EXPORT_NAME = re.compile(rb"[A-Za-z0-9]_dispatch_(\d+)")
+# a dispatch function's name in the vmfb: "main_dispatch_4_conv_…", "_initializer_3_dispatch_0_…"
+# (an initializer's, hoisted from the weights), or its executable's "module_main_dispatch_4"
+_EXPORT_NAME = re.compile(rb"(?<![A-Za-z0-9_])(?:module_)?([A-Za-z0-9_]+?_dispatch_\d+)(?![0-9])")
 
 
 @dataclass
@@ -135,9 +137,9 @@ class CompileResult:
         for phase in self.phases:
             if phase.name == "flow":
                 return phase.ops.get("flow.executable.export", 0)
-        # Without the phases: the dispatches' export names, which the vmfb keeps
-        # ("main_dispatch_4_conv_64x56x56x3x3_f32"): the flow phase's count, less any dispatch
-        # that IREE folds away after it (ResNet-18: 104 both ways; a LeNet 17, flow 18).
+        # Without the phases: the dispatches' names, which the vmfb keeps: the flow phase's
+        # count, less any dispatch that IREE folds away after it. By whole name, not number:
+        # each initializer numbers its own dispatches from 0.
         return len(set(_EXPORT_NAME.findall(self.vmfb)))
 
     @property
