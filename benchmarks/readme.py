@@ -315,16 +315,39 @@ def render_call_floor(data: dict, path: str) -> str:
 def render_weights_call(data: dict, path: str) -> str:
     lines = [f"| ms a call, medians of {data['rounds']} interleaved rounds | eager "
              "| weights as parameters | weights compiled in | parameters / compiled in "
-             "| vmfb KiB, parameters / compiled in | matches eager |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+             "| the same, fastest rounds | vmfb KiB, parameters / compiled in | matches eager |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in data["models"]:
-        ms, v = r["ms"], r["vmfb_bytes"]
+        ms, v, s = r["ms"], r["vmfb_bytes"], r["samples_ms"]
         ok = all(c["ok"] for c in r["checks"].values())
         lines.append(f"| {r['model']} | {_num(ms['eager'])} | {_num(ms['external'])} | "
                      f"{_num(ms['inline'])} | {r['external_over_inline']:.3f} | "
+                     f"{min(s['external']) / min(s['inline']):.3f} | "
                      f"{_num(v['external'] / 1024)} / {_num(v['inline'] / 1024)} | "
                      + ("yes" if ok else "**no**") + " |")
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
+# -- executable_kinds.py --json --------------------------------------------------------------------
+def render_executable_kinds(data: dict, path: str) -> str:
+    kinds = ("main", "encoding", "initializer")
+    lines = ["| model | convolutions | iree-compile s | child processes' CPU s | "
+             + " | ".join(f"{k}: executables | {k}: CPU s" for k in kinds)
+             + " | not the program's own |",
+             "| --- | --- | ---: | ---: | " + " | ".join("---: | ---:" for _ in kinds) + " | ---: |"]
+    for r in data["models"]:
+        k = r["by_kind"]
+        total = sum(v["cpu_less_floor_s"] for v in k.values())
+        conv = (r["convolutions"] or "rule").split(" (")[0]
+        lines.append(f"| {r['model']} | {conv} | {_seconds(r['iree_compile_s'])} | "
+                     f"{_seconds(r['children_cpu_s'])} | "
+                     + " | ".join(f"{k[x]['executables']} | {_seconds(k[x]['cpu_less_floor_s'])}"
+                                  for x in kinds)
+                     + f" | {1 - k['main']['cpu_less_floor_s'] / total:.0%} |")
+    return ("\n".join(lines) + f"\n\nEach executable compiled alone, median of {data['repeats']}"
+            ", less a process's fixed cost (the cheapest executable's whole compile, "
+            f"{_seconds(min(r['floor_cpu_s'] for r in data['models']))} s)."
+            "\n\n" + provenance(path, data["meta"]))
 
 
 # -- yielding_wait.py --json ----------------------------------------------------------------------
@@ -1251,6 +1274,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/weights_call.py "
          "--json benchmarks/results/weights-call.json",),
         render_weights_call, torch_threads=2),
+    "executable-kinds": Block(
+        ("executable-kinds.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/executable_kinds.py "
+         "--json benchmarks/results/executable-kinds.json",),
+        render_executable_kinds),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),
