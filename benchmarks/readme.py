@@ -960,6 +960,12 @@ BLOCKS: dict[str, Block] = {
          "compile_cold.py resnet18,resnet50,mobilenet_v2,bert_base,gpt2_base --repeats 5"
          " --json benchmarks/results/compile-cold-zen4-repeated.json",),
         render_compile_cold),
+    "compile-cold-zen4-s60": Block(
+        ("compile-cold-zen4-s60.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
+         "compile_cold.py resnet18,resnet50 --repeats 5"
+         " --json benchmarks/results/compile-cold-zen4-s60.json",),
+        render_compile_cold),
     "compile-cold-zen5": Block(
         ("compile-cold-zen5.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
@@ -1259,6 +1265,18 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/backend_call.py "
          "resnet_small,mobilenet_v2_small,vit_tiny --calls 200 --rounds 11 "
          "--json benchmarks/results/backend-call-zen4.json",),
+        render_backend_call),
+    "backend-call-zen4-s60": Block(
+        ("backend-call-zen4-s60.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/backend_call.py "
+         "resnet_small,mobilenet_v2_small,vit_tiny --calls 200 --rounds 11 "
+         "--json benchmarks/results/backend-call-zen4-s60.json",),
+        render_backend_call),
+    "backend-call-zen4-larger": Block(
+        ("backend-call-zen4-larger.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/backend_call.py "
+         "resnet18,mobilenet_v2,bert_small --calls 10 --rounds 11 "
+         "--json benchmarks/results/backend-call-zen4-larger.json",),
         render_backend_call),
     "composite-overrides": Block(
         ("composite-overrides.json",),
