@@ -388,6 +388,21 @@ class _FrozenWeights(_ModuleState):
         return True
 
 
+# what torch.fx's interpreter adds to a failure: the node it ran and the user's line
+_FAILED_NODE = re.compile(r"While executing %\S+ : .*?call_function\[target=([^\]]+)\]")
+_USER_LINE = re.compile(r'Original traceback:\s*\n\s*File "([^"]+)", line (\d+)')
+
+
+def _tracing_failure(e: BaseException) -> str:
+    """aot_autograd's failure as a record's reason: the stage, the op and the user's line."""
+    text = str(e)
+    op, line = _FAILED_NODE.search(text), _USER_LINE.search(text)
+    at = (f" at {op.group(1).removeprefix('torch.ops.')}" if op else "") + (
+        f" ({line.group(1)}:{line.group(2)})" if line else "")
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"stage 'aot_autograd' failed{at}: {type(e).__name__}: {first}"
+
+
 def _training(example_inputs: Sequence[Any]) -> bool:
     """Whether aot_autograd traces a joint graph for gradients (else one inference graph)."""
     return torch.is_grad_enabled() and any(
@@ -434,26 +449,37 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
     # to: [its slot in ``bound.active``, its inputs (`_direct_positions`)], once compiled
     direct: list = []
 
+    # an exception that leaves lowerkit's own compile of a graph (strict, or a fault of
+    # lowerkit's): aot_autograd's tracing failing is not one of these
+    raised_by_lowerkit: list[BaseException] = []
+
     def compiler(kind: str) -> Callable:
         def compile_one(g: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable:
-            if bound is not None and kind == "inference":
-                found = _weights_for(g)
-                if found is not None:
-                    return by_reference(g, inputs, *found)
-            kept = _constants_for(g) if frozen and kind == "inference" else None
-            if kept is None:
-                # aot_autograd calls compiled graphs with one list of arguments ("boxed")
-                return make_boxed_func(_compile_graph(opts, kind, g, inputs))
-            fn = _compile_graph(opts, kind, g, [inputs[i] for i in kept],
-                                len(inputs) - len(kept))
-
-            def call(args: list) -> Any:
-                picked = [args[i] for i in kept]
-                args.clear()
-                return fn(*picked)
-            call._boxed_call = True
-            return call
+            try:
+                return compile_graph(kind, g, inputs)
+            except BaseException as e:
+                raised_by_lowerkit.append(e)
+                raise
         return compile_one
+
+    def compile_graph(kind: str, g: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable:
+        if bound is not None and kind == "inference":
+            found = _weights_for(g)
+            if found is not None:
+                return by_reference(g, inputs, *found)
+        kept = _constants_for(g) if frozen and kind == "inference" else None
+        if kept is None:
+            # aot_autograd calls compiled graphs with one list of arguments ("boxed")
+            return make_boxed_func(_compile_graph(opts, kind, g, inputs))
+        fn = _compile_graph(opts, kind, g, [inputs[i] for i in kept],
+                            len(inputs) - len(kept))
+
+        def call(args: list) -> Any:
+            picked = [args[i] for i in kept]
+            args.clear()
+            return fn(*picked)
+        call._boxed_call = True
+        return call
 
     def by_reference(g: torch.fx.GraphModule, inputs: Sequence[Any], kept: list[int],
                      weights: dict) -> Callable:
@@ -484,25 +510,37 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
     # aot_autograd decomposes while it traces (here): the tuned per-shape choices, an asked
     # convolution strategy and lowerkit's own choice for an inference graph apply there
     strategy = opts.get("convolutions")
-    with (tuning.forced_convolutions(strategy) if strategy is not None
-          else contextlib.nullcontext()), \
-            _composites_as_export_keeps_them(example_inputs) as table, \
-            tuning.applied(opts.get("target", "cpu")):
-        if not _training(example_inputs):
-            tuning.choose_convolutions(decompositions.conv_work(gm.graph))
-        aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-                           inference_compiler=compiler("inference"), decompositions=table)
-        if not state:
-            return aot(gm, example_inputs)
-        lifted = _as_module_state(gm, example_inputs, state)
-        tensors = [example_inputs[i] for i in state]
-        twins = [lifted.get_buffer(f"_lowerkit_frozen_{i}") for i in state]
-        if frozen:
-            constants = _FrozenWeights(state, tensors, gm, bool(opts.get("strict")))
-        else:
-            bound = _BoundWeights(state, tensors, twins)
-        kept_inputs = [i for i in range(len(example_inputs)) if i not in set(state)]
-        compiled = aot(lifted, [example_inputs[i] for i in kept_inputs])
+    start = time.perf_counter()
+    try:
+        with (tuning.forced_convolutions(strategy) if strategy is not None
+              else contextlib.nullcontext()), \
+                _composites_as_export_keeps_them(example_inputs) as table, \
+                tuning.applied(opts.get("target", "cpu")):
+            if not _training(example_inputs):
+                tuning.choose_convolutions(decompositions.conv_work(gm.graph))
+            aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                               inference_compiler=compiler("inference"), decompositions=table)
+            if not state:
+                return aot(gm, example_inputs)
+            lifted = _as_module_state(gm, example_inputs, state)
+            tensors = [example_inputs[i] for i in state]
+            twins = [lifted.get_buffer(f"_lowerkit_frozen_{i}") for i in state]
+            if frozen:
+                constants = _FrozenWeights(state, tensors, gm, bool(opts.get("strict")))
+            else:
+                bound = _BoundWeights(state, tensors, twins)
+            kept_inputs = [i for i in range(len(example_inputs)) if i not in set(state)]
+            compiled = aot(lifted, [example_inputs[i] for i in kept_inputs])
+    except Exception as e:
+        if opts.get("strict") or e in raised_by_lowerkit:
+            raise
+        # aot_autograd could not trace what Dynamo could (a value read from data that its
+        # functionalization must specialize on): the graph runs as Dynamo gave it, and says why
+        LOG.add(GraphRecord(next(LOG.counter),
+                            "forward" if _training(example_inputs) else "inference",
+                            sum(1 for n in gm.graph.nodes if n.op == "call_function"), "eager",
+                            time.perf_counter() - start, _tracing_failure(e)))
+        return gm.forward
     pick = _picker(kept_inputs)
 
     def call_frozen(*args: Any) -> Any:

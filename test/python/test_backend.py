@@ -74,6 +74,51 @@ def test_strict_raises_instead_of_running_eagerly():
     assert any(isinstance(c, UnsupportedError) for c in chain), chain
 
 
+def sqrt_of_a_value_read_from_data(t):
+    return float(torch.ops.aten.sqrt(int(t)))
+
+
+@torch._dynamo.config.patch(capture_scalar_outputs=True)
+def test_a_graph_aot_autograd_cannot_trace_runs_eagerly_and_says_why():
+    """With scalars captured, Dynamo keeps ``int(t)`` in its graph and aot_autograd then fails
+    on the value read from data (torch-mlir's e2e ``SqrtIntModule``; ``backend="aot_eager"``
+    fails the same way): the graph runs as Dynamo gave it, the record names aot_autograd, the
+    op and the user's line, and ``strict`` raises."""
+    import inspect
+
+    t = torch.tensor(7)
+    got = torch.compile(sqrt_of_a_value_read_from_data, backend=backend.backend)(t)
+    assert got == sqrt_of_a_value_read_from_data(t)
+    (record,) = backend.graphs()
+    line = inspect.getsourcelines(sqrt_of_a_value_read_from_data)[1] + 1
+    assert record.ran == "eager" and record.reason.startswith("stage 'aot_autograd' failed at "
+                                                              "aten.sqrt"), record.reason
+    assert f"test_backend.py:{line})" in record.reason, record.reason
+
+    torch._dynamo.reset()
+    strict = torch.compile(sqrt_of_a_value_read_from_data, backend=backend.backend,
+                           options={"strict": True})
+    with pytest.raises(Exception, match="GuardOnDataDependentSymNode"):
+        strict(t)
+
+
+def test_a_fault_in_lowerkits_own_compile_is_raised_not_run_eagerly(monkeypatch):
+    """Only aot_autograd's tracing falls back: an exception out of lowerkit's compile of a graph
+    that is not a `LowerkitError` (a bug of lowerkit's) reaches the caller."""
+    def fault(*args, **kwargs):
+        raise KeyError("planted")
+
+    monkeypatch.setattr(backend, "_compile_graph", fault)
+    with pytest.raises(Exception) as caught:
+        torch.compile(torch.nn.Linear(4, 2), backend=backend.backend)(torch.randn(3, 4))
+    chain, e = [], caught.value
+    while e is not None:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    assert any(isinstance(c, KeyError) for c in chain), chain
+    assert backend.graphs() == []
+
+
 def scaled(x):
     return (x * 2 + 1).sum(0) / x.shape[0]
 
