@@ -109,8 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
 
-    import importlib.util
-
     import torch
     from rich.console import Console
     from rich.table import Table
@@ -119,11 +117,9 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(2)
     meta = run_metadata()
-    spec = importlib.util.spec_from_file_location(
-        "compile_cold", Path(__file__).with_name("compile_cold.py"))
-    compile_cold = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(compile_cold)
-    factories = compile_cold._models()  # the same programs as the model-to-first-result table
+    from compile_cold import _models  # the same programs as the model-to-first-result table
+
+    factories = _models()
     console = Console(width=160)
     rows = []
     for name in opts.models.split(","):

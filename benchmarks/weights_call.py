@@ -16,25 +16,13 @@ external over inline, so above 1 means parameters cost time at each call.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
 import time
 import warnings
-from pathlib import Path
 
 MODELS = ["resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2_base"]
-
-
-def _model_factories() -> dict:
-    """compile_cold.py's models (the zoo's and the two base-sized transformers), so both issue
-    19 tables speak of the same programs."""
-    path = Path(__file__).with_name("compile_cold.py")
-    spec = importlib.util.spec_from_file_location("compile_cold", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module._models()
 
 
 def bench_model(name: str, make, rounds: int) -> dict:
@@ -91,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(2)
     meta = run_metadata()
-    factories = _model_factories()
+    from compile_cold import _models  # the same programs as the model-to-first-result table
+
+    factories = _models()
     console = Console(width=160)
     rows = []
     for name in opts.models.split(","):
