@@ -1160,6 +1160,13 @@ BLOCKS: dict[str, Block] = {
          " --tiles '64,4,32;64,2,32;32,1,32;16,2,32;32,2,16' --no-profile"
          " --json benchmarks/results/attention-tiles-zen3.json",),
         render_attention, torch_threads=2),
+    "attention-tiles-zen4": Block(
+        ("attention-tiles-zen4.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --cases d16-plain-1500,d64-plain-512,d64-plain-1024,d64-plain-1504"
+         " --tiles '16,4,32;32,8,32;64,4,16;32,4,64;32,2,32' --no-profile --rounds 21"
+         " --json benchmarks/results/attention-tiles-zen4.json",),
+        render_attention, torch_threads=2),
     "gemm-zen3": Block(
         ("gemm-zen3.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
