@@ -88,3 +88,29 @@ def test_torchvision_and_timm_import_beside_the_cpu_torch():
     import torchvision
 
     assert isinstance(torchvision.models.SwinTransformer, type) and timm.list_models("levit_128s")
+
+
+def test_zoo_modules_reach_transformers_and_torchvision_through_the_patch():
+    """transformers imports torchvision wherever it is installed, and PyPI's torchvision does not
+    import beside the CPU torch without `patch_torchvision`: every zoo module reaches these
+    libraries through `ecosystem.import_transformers` / `import_torchvision`. The real-shape
+    set's Whisper encoder imported transformers itself, and `lowerkit bench real` failed
+    ("operator torchvision::nms does not exist") wherever torchvision was installed; the suite
+    did not see it, because conftest.py patches the whole process first."""
+    import ast
+    from pathlib import Path
+
+    import lowerkit.zoo
+
+    direct = []
+    for path in sorted(Path(lowerkit.zoo.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            direct += [f"{path.name}:{node.lineno}: {n}" for n in names
+                       if n.split(".")[0] in LIBRARIES]
+    assert direct == [], direct

@@ -84,8 +84,10 @@ def import_torchvision():
     return importlib.import_module("torchvision")
 
 
-def _transformers():
-    patch_torchvision()  # transformers imports torchvision wherever it is installed
+def import_transformers():
+    """``import transformers``, after `patch_torchvision`: transformers imports torchvision
+    wherever it is installed, and without the patch that import fails beside the CPU torch."""
+    patch_torchvision()
     return importlib.import_module("transformers")
 
 
@@ -109,7 +111,7 @@ def _ids(n: int = _SEQ) -> torch.Tensor:
 
 
 def _decoder(config_name: str, model_name: str, **config):
-    tf = _transformers()
+    tf = import_transformers()
     cfg = getattr(tf, config_name)(vocab_size=_VOCAB, use_cache=False, **config)
     model = _seeded(lambda: getattr(tf, model_name)(cfg))
     return model, (_ids(),)
@@ -169,7 +171,7 @@ _BERT_LIKE = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
 
 
 def _encoder(config_name: str, model_name: str, **config):
-    tf = _transformers()
+    tf = import_transformers()
     cfg = getattr(tf, config_name)(vocab_size=_VOCAB, **config)
     model = _seeded(lambda: getattr(tf, model_name)(cfg))
     return model, (_ids(),), {"attention_mask": torch.ones(1, _SEQ, dtype=torch.long)}
@@ -198,7 +200,7 @@ def electra():
 
 # -- transformers: seq2seq (use_cache=False: no EncoderDecoderCache output) ----------------------
 def _seq2seq(config_name: str, model_name: str, **config):
-    tf = _transformers()
+    tf = import_transformers()
     cfg = getattr(tf, config_name)(vocab_size=_VOCAB, use_cache=False, **config)
     model = _seeded(lambda: getattr(tf, model_name)(cfg))
     return model, (_ids(),), {"decoder_input_ids": _ids(4)}
@@ -221,27 +223,27 @@ def _image(size: int = 32, channels: int = 3) -> torch.Tensor:
 
 
 def vit():
-    tf = _transformers()
+    tf = import_transformers()
     cfg = tf.ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                        intermediate_size=64, image_size=32, patch_size=8)
     return _seeded(lambda: tf.ViTModel(cfg, add_pooling_layer=False)), (_image(),)
 
 
 def hf_swin():
-    tf = _transformers()
+    tf = import_transformers()
     cfg = tf.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1],
                         num_heads=[2, 4], window_size=4)
     return _seeded(lambda: tf.SwinModel(cfg)), (_image(),)
 
 
 def hf_convnext():
-    tf = _transformers()
+    tf = import_transformers()
     cfg = tf.ConvNextConfig(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)
     return _seeded(lambda: tf.ConvNextModel(cfg)), (_image(),)
 
 
 def wav2vec2():
-    tf = _transformers()
+    tf = import_transformers()
     cfg = tf.Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                             intermediate_size=64, conv_dim=(32, 32, 32),
                             conv_stride=(5, 2, 2), conv_kernel=(10, 3, 3),
@@ -251,7 +253,7 @@ def wav2vec2():
 
 
 def whisper_encoder():
-    tf = _transformers()
+    tf = import_transformers()
     cfg = tf.WhisperConfig(d_model=32, encoder_layers=2, decoder_layers=1,
                            encoder_attention_heads=4, decoder_attention_heads=4,
                            encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=16,
@@ -273,7 +275,7 @@ def tv_swin():
 
 def tv_convnext():
     tv = import_torchvision()
-    from torchvision.models.convnext import CNBlockConfig
+    CNBlockConfig = tv.models.convnext.CNBlockConfig
 
     return _seeded(lambda: tv.models.ConvNeXt(
         [CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)], num_classes=10)), (_image(64),)

@@ -80,8 +80,9 @@ def vit_b16():
 def whisper_encoder_1500():
     """transformers' Whisper encoder at whisper-tiny's width (d=384, 6 heads, FFN 1536), two
     layers, over 30 s of 80-bin features (3000 frames, 1500 positions)."""
-    import transformers as tf
+    from .ecosystem import import_transformers
 
+    tf = import_transformers()
     cfg = tf.WhisperConfig(d_model=384, encoder_layers=2, decoder_layers=1,
                            encoder_attention_heads=6, decoder_attention_heads=6,
                            encoder_ffn_dim=1536, decoder_ffn_dim=1536, num_mel_bins=80,
