@@ -1202,6 +1202,12 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"
          " --json benchmarks/results/real-shapes-zen4-head.json",),
         render_real_shapes, torch_threads=2),
+    "real-shapes-zen4-s60": Block(
+        ("real-shapes-zen4-s60.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --target cpu"
+         " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
+         " --json benchmarks/results/real-shapes-zen4-s60.json",),
+        render_real_shapes, torch_threads=2),
     "real-shapes-zen3": Block(
         ("real-shapes-zen3.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"
