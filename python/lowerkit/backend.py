@@ -532,7 +532,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
             kept_inputs = [i for i in range(len(example_inputs)) if i not in set(state)]
             compiled = aot(lifted, [example_inputs[i] for i in kept_inputs])
     except Exception as e:
-        if opts.get("strict") or e in raised_by_lowerkit:
+        if opts.get("strict") or raised_by_lowerkit:  # however aot_autograd wrapped it
             raise
         # aot_autograd could not trace what Dynamo could (a value read from data that its
         # functionalization must specialize on): the graph runs as Dynamo gave it, and says why
