@@ -10,6 +10,7 @@ import torch
 import lowerkit
 from lowerkit.cli import main as cli_main
 from lowerkit.iree.compiler import PHASES
+from lowerkit.runtime.numerics import compare
 
 
 class Tiny(torch.nn.Module):
@@ -120,8 +121,9 @@ def test_iree_phases_are_asked_for():
     assert plain.compile_stats["dispatches"] == seen.compile_stats["dispatches"] > 2
     with torch.no_grad():
         expected = model(*args)
-    for art in (plain, seen):
-        torch.testing.assert_close(art(*args), expected, rtol=1e-5, atol=1e-6)
+    for art in (plain, seen):  # within f32's default, a share of the output's scale
+        result = compare(art(*args), expected)
+        assert result.ok, result
 
 
 def test_dump_cli(tmp_path, capsys):
