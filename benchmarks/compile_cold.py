@@ -66,6 +66,36 @@ def _models() -> dict:
     return out
 
 
+def each_model(names: str, doing: str, bench) -> tuple[dict, list[dict], "object"]:
+    """For the scripts that measure these models in one process (weights_call.py,
+    executable_kinds.py): torch on 2 threads, the run's provenance, then ``bench(name,
+    factory)`` for each comma-separated name under a status line. (meta, rows, console)."""
+    import torch
+    from rich.console import Console
+
+    from lowerkit.tools.bench import run_metadata
+
+    torch.set_num_threads(2)
+    meta = run_metadata()
+    factories = _models()
+    console = Console(width=160)
+    rows = []
+    for name in names.split(","):
+        with console.status(f"{name}: {doing}"):
+            rows.append(bench(name, factories[name]))
+    return meta, rows, console
+
+
+def store(path: str, meta: dict, rows: list[dict], **settings) -> None:
+    """The run for benchmarks/readme.py: provenance, the script's settings, the load average
+    at the end and every model's row."""
+    with open(path, "w") as f:
+        json.dump({"meta": meta, **settings, "load_after": os.getloadavg()[0], "models": rows},
+                  f, indent=1)
+        f.write("\n")
+    print(f"wrote {path}")
+
+
 def _first_result(art, model, args) -> tuple[float, bool, str]:
     import torch
 

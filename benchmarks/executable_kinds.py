@@ -24,8 +24,6 @@ LLVM pass.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import resource
 import subprocess
 import tempfile
@@ -109,26 +107,18 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
 
-    import torch
-    from rich.console import Console
     from rich.table import Table
 
-    from lowerkit.tools.bench import run_metadata
+    # the same programs as the model-to-first-result table
+    from compile_cold import each_model, store
 
-    torch.set_num_threads(2)
-    meta = run_metadata()
-    from compile_cold import _models  # the same programs as the model-to-first-result table
-
-    factories = _models()
-    console = Console(width=160)
-    rows = []
-    for name in opts.models.split(","):
-        with console.status(f"{name}: compiling, then each executable alone"):
-            rows.append(bench_model(name, factories[name], opts.repeats))
+    meta, rows, console = each_model(
+        opts.models, "compiling, then each executable alone",
+        lambda name, make: bench_model(name, make, opts.repeats))
     table = Table(title="code generation by kind of executable, CPU s (each compiled alone, "
                         "less a process's fixed cost)")
-    for col in ("model", "iree-compile s", "its CPU s", *(f"{k}: n, CPU s" for k in KINDS),
-                "share not main"):
+    for col in ("model", "iree-compile s", "child processes' CPU s",
+                *(f"{k}: n, CPU s" for k in KINDS), "not the program's own"):
         table.add_column(col)
     for r in rows:
         k = r["by_kind"]
@@ -138,11 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{1 - k['main']['cpu_less_floor_s'] / total:.0%}")
     console.print(table)
     if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump({"meta": meta, "repeats": opts.repeats, "load_after": os.getloadavg()[0],
-                       "models": rows}, f, indent=1)
-            f.write("\n")
-        print(f"wrote {opts.json}")
+        store(opts.json, meta, rows, repeats=opts.repeats)
     return 0
 
 

@@ -16,8 +16,6 @@ external over inline, so above 1 means parameters cost time at each call.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import time
 import warnings
@@ -71,22 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
 
-    import torch
-    from rich.console import Console
     from rich.table import Table
 
-    from lowerkit.tools.bench import run_metadata
+    # the same programs as the model-to-first-result table
+    from compile_cold import each_model, store
 
-    torch.set_num_threads(2)
-    meta = run_metadata()
-    from compile_cold import _models  # the same programs as the model-to-first-result table
-
-    factories = _models()
-    console = Console(width=160)
-    rows = []
-    for name in opts.models.split(","):
-        with console.status(f"{name}: compiling twice (parameters, inline), timing"):
-            rows.append(bench_model(name, factories[name], opts.rounds))
+    meta, rows, console = each_model(
+        opts.models, "compiling twice (parameters, inline), timing",
+        lambda name, make: bench_model(name, make, opts.rounds))
     table = Table(title=f"ms a call, median of {opts.rounds} interleaved rounds")
     for col in ("model", "eager", "parameters", "inline", "parameters / inline",
                 "vmfb KiB parameters / inline", "matches eager"):
@@ -99,11 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                       "yes" if all(c["ok"] for c in r["checks"].values()) else "NO")
     console.print(table)
     if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump({"meta": meta, "rounds": opts.rounds, "load_after": os.getloadavg()[0],
-                       "models": rows}, f, indent=1)
-            f.write("\n")
-        print(f"wrote {opts.json}")
+        store(opts.json, meta, rows, rounds=opts.rounds)
     return 0 if all(c["ok"] for r in rows for c in r["checks"].values()) else 1
 
 
