@@ -17,7 +17,7 @@ from .errors import LowerkitError, StageError, UnsupportedError
 from .ingress.fingerprint import fingerprint
 from .ingress.importer import ImportedProgram, import_program
 from .ir import Build, op_histogram
-from .iree import bridge, compiler, parameters
+from .iree import bridge, compiler, filter_layout, parameters
 from .passes import seed_input
 from .runtime.artifact import Artifact
 from .runtime.verify import verified
@@ -382,7 +382,10 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     slots: list = []
     if imported.weights:  # weights passed by reference become IREE parameters
         externalize, slots = parameters.stage()
-        fixes = Pipeline(fixes.name, [*fixes.stages, externalize], description=fixes.description)
+        extra = [externalize]
+        if filter_layout.wanted([*target.compile_flags(), *iree_flags]):
+            extra.append(filter_layout.stage(slots))
+        fixes = Pipeline(fixes.name, [*fixes.stages, *extra], description=fixes.description)
     done = fixes.run(module, instruments=instruments)
     records += done.records
     module = done.module

@@ -19,7 +19,9 @@ from typing import Any
 
 import torch
 
+from .. import derived_weights
 from ..ir import WEIGHT_ATTRIBUTE as ATTRIBUTE
+from . import weight_computations
 
 # wrappers that `import_program` puts around the user's module; their names are not the user's
 _PREFIXES = ("program.", "inner.")
@@ -68,6 +70,9 @@ def import_with_weight_arguments(importer: Any, exported: torch.export.ExportedP
         if node.op == "placeholder" and node.name in inline:
             node.replace_all_uses_with(inline[node.name])
             graph.erase_node(node)
+    # what the program computes from weights alone, torch computes at bind time
+    derived = weight_computations.hoist(
+        graph, {name: user_name(target) for name, target in external.items()})
     owner = getattr(graph, "owning_module", None)
     if owner is not None:  # higher-order ops' bodies first, as the frozen import does
         importer._import_all_child_modules(owner, func_name, False)
@@ -75,15 +80,22 @@ def import_with_weight_arguments(importer: Any, exported: torch.export.ExportedP
 
     placeholders = [n.name for n in graph.nodes if n.op == "placeholder"]
     context = func.context
-    weights: dict[str, torch.Tensor] = {}
+    # every weight a recipe reads is bound, also one the program no longer reads itself
+    weights = {user_name(target): exported.state_dict[target] for target in external.values()}
     attrs = []
     for name in placeholders:
+        if name in derived:
+            key, derivation = derived[name]
+            attrs.append(ir.DictAttr.get({
+                ATTRIBUTE: ir.StringAttr.get(key, context),
+                derived_weights.ATTRIBUTE: ir.StringAttr.get(derivation.dumps(), context)},
+                context))
+            continue
         target = external.get(name)
         if target is None:
             attrs.append(ir.DictAttr.get({}, context))
             continue
-        key = user_name(target)
-        weights[key] = exported.state_dict[target]
-        attrs.append(ir.DictAttr.get({ATTRIBUTE: ir.StringAttr.get(key, context)}, context))
+        attrs.append(ir.DictAttr.get({ATTRIBUTE: ir.StringAttr.get(user_name(target), context)},
+                                     context))
     func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs, context)
     return weights

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TYPE_CHECKING
 
+from .. import derived_weights
+from ..derived_weights import Derivation
 from ..errors import StageError
 from ..ir import WEIGHT_ATTRIBUTE as ATTRIBUTE, Build
 
@@ -26,18 +28,41 @@ SCOPE = "model"  # the parameter scope every weight is named in
 @dataclass(frozen=True)
 class ParameterSlot:
     """One parameter the compiled module reads: its name and the tensor type IREE stores it as
-    (after the target's fixes, which may widen an element type)."""
+    (after the target's fixes, which may widen an element type). A slot with a
+    ``derivation`` holds a value torch makes from the model's tensors when they are bound
+    (`lowerkit.derived_weights`), not one of them."""
 
     key: str
     shape: tuple[int, ...]
     element: str  # MLIR element type: f32, bf16, i64, i1, ...
+    derivation: Derivation | None = None
+
+    @property
+    def state_keys(self) -> tuple[str, ...]:
+        """The model's names (state-dict keys) for the tensors this slot is made from."""
+        return self.derivation.inputs if self.derivation is not None else (self.key,)
+
+    @property
+    def state_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The shapes of those tensors."""
+        return self.derivation.input_shapes if self.derivation is not None else (self.shape,)
 
     def to_json(self) -> dict:
-        return {"key": self.key, "shape": list(self.shape), "element": self.element}
+        d = {"key": self.key, "shape": list(self.shape), "element": self.element}
+        if self.derivation is not None:
+            d["derivation"] = self.derivation.to_json()
+        return d
 
     @staticmethod
     def from_json(d: dict) -> "ParameterSlot":
-        return ParameterSlot(d["key"], tuple(d["shape"]), d["element"])
+        derivation = d.get("derivation")
+        return ParameterSlot(d["key"], tuple(d["shape"]), d["element"],
+                             Derivation.from_json(derivation) if derivation else None)
+
+
+def global_name(index: int) -> str:
+    """The symbol of the global that holds the ``index``-th slot."""
+    return f"__lowerkit_weight_{index}"
 
 
 def externalize(module: Any, function: str = "main") -> list[ParameterSlot]:
@@ -66,7 +91,7 @@ def externalize(module: Any, function: str = "main") -> list[ParameterSlot]:
             tensor = ir.RankedTensorType(arg_type)
             if any(ir.ShapedType.is_dynamic_size(d) for d in tensor.shape):
                 raise StageError(STAGE, f"weight '{key}' has a dynamic shape {arg_type}")
-            name = f"__lowerkit_weight_{len(slots)}"
+            name = global_name(len(slots))
             quoted = key.replace("\\", "\\\\").replace('"', '\\"')
             before_func.insert(ir.Operation.parse(
                 f'util.global private @{name} = '
@@ -76,7 +101,10 @@ def externalize(module: Any, function: str = "main") -> list[ParameterSlot]:
             at_top.insert(load)
             block.arguments[index].replace_all_uses_with(load.result)
             removed.append(index)
-            slots.append(ParameterSlot(key, tuple(tensor.shape), str(tensor.element_type)))
+            derivation = (Derivation.loads(ir.StringAttr(marks[derived_weights.ATTRIBUTE]).value)
+                          if derived_weights.ATTRIBUTE in marks else None)
+            slots.append(ParameterSlot(key, tuple(tensor.shape), str(tensor.element_type),
+                                       derivation))
         if not slots:
             return slots
         for index in reversed(removed):

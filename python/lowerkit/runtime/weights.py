@@ -2,8 +2,9 @@
 
 A program compiled with its weights as parameters (`lowerkit.iree.parameters`) holds code
 only; `WeightBinding` supplies each ``ParameterSlot`` when the module loads, either from
-tensors in memory (the model's own, wrapped without a copy) or from an ``.irpa`` archive
-(mapped, not read). In-place changes to bound tensors (an optimizer step, ``load_state_dict``)
+tensors in memory (the model's own, wrapped without a copy, or what torch derives from them
+where the slot says how: `lowerkit.derived_weights`) or from an ``.irpa`` archive (mapped, not
+read). In-place changes to bound tensors (an optimizer step, ``load_state_dict``)
 are seen: `stale` tells the artifact to load again, so that what IREE hoisted out of the
 weights at load (transposed, packed, folded) is computed from the new values.
 """
@@ -84,23 +85,35 @@ class WeightBinding:
         if (tensors is None) == (archive is None):
             raise ValueError("bind weights from tensors or from an archive, not both or neither")
         if tensors is not None:
-            missing = [s.key for s in self.slots if s.key not in tensors]
+            missing = sorted({k for s in self.slots for k in s.state_keys if k not in tensors})
             if missing:
                 raise InputError(
                     f"weights missing for {len(missing)} parameter(s) of the compiled program: "
                     f"{', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}")
             for s in self.slots:
-                t = tensors[s.key]
-                if not isinstance(t, torch.Tensor):
-                    raise InputError(f"weight '{s.key}' is a {type(t).__name__}, not a tensor")
-                if tuple(t.shape) != s.shape:
-                    raise InputError(
-                        f"weight '{s.key}' has shape {tuple(t.shape)}; the compiled program "
-                        f"reads {s.shape} (another architecture? compile it for this one)")
-                if t.device.type != "cpu":
-                    t = t.detach().cpu()
-                self.tensors[s.key] = t
+                for key, shape in zip(s.state_keys, s.state_shapes):
+                    t = tensors[key]
+                    if not isinstance(t, torch.Tensor):
+                        raise InputError(f"weight '{key}' is a {type(t).__name__}, not a tensor")
+                    if tuple(t.shape) != shape:
+                        raise InputError(
+                            f"weight '{key}' has shape {tuple(t.shape)}; the compiled program "
+                            f"reads {shape} (another architecture? compile it for this one)")
+                    if t.device.type != "cpu":
+                        t = t.detach().cpu()
+                    self.tensors[key] = t
         self._versions = TensorVersions(self.tensors.values())
+
+    def _value(self, slot: ParameterSlot) -> torch.Tensor:
+        """What ``slot`` holds: the bound tensor, or the value torch derives from the bound
+        tensors (made now, from their current values)."""
+        if slot.derivation is None:
+            return self.tensors[slot.key]
+        value = slot.derivation.evaluate(self.tensors)
+        if tuple(value.shape) != slot.shape:
+            raise LowerkitError(f"weight '{slot.key}': its recipe made shape {tuple(value.shape)}, "
+                                f"the compiled program reads {slot.shape}")
+        return value
 
     def stale(self) -> bool:
         """True once a bound tensor changed in place since the module loaded."""
@@ -124,7 +137,7 @@ class WeightBinding:
                     f"of the program: {', '.join(missing[:8])}")
         else:
             for s in self.slots:
-                array = _host_array(self.tensors[s.key], slot_dtype(s, self.float64))
+                array = _host_array(self._value(s), slot_dtype(s, self.float64))
                 self._kept.append(array)  # IREE reads it in place: it lives as long as this
                 index.add_buffer(s.key, array)
         return rt.create_io_parameters_module(instance, index.create_provider(scope=SCOPE))
@@ -139,7 +152,7 @@ class WeightBinding:
             if Path(path).resolve() != self.archive.resolve():
                 shutil.copyfile(self.archive, path)
             return Path(path)
-        entries = {s.key: _host_array(self.tensors[s.key], slot_dtype(s, self.float64))
+        entries = {s.key: _host_array(self._value(s), slot_dtype(s, self.float64))
                    for s in self.slots}
         rt.save_archive_file(entries, path)
         return Path(path)
