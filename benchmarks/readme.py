@@ -966,6 +966,19 @@ BLOCKS: dict[str, Block] = {
          "compile_cold.py resnet18,resnet50 --repeats 5"
          " --json benchmarks/results/compile-cold-zen4-s60.json",),
         render_compile_cold),
+    "compile-cold-zen4-s61-before": Block(
+        ("compile-cold-zen4-s61-before.json",),
+        ("git worktree add /tmp/before 2136e84 && cd /tmp/before && LOWERKIT_TUNING_DB=off "
+         "OMP_WAIT_POLICY=PASSIVE PYTHONPATH=/tmp/before/python $REPO/.venv/bin/python benchmarks/"
+         "compile_cold.py resnet18,resnet50 --repeats 5"
+         " --json benchmarks/results/compile-cold-zen4-s61-before.json",),
+        render_compile_cold),
+    "compile-cold-zen4-s61": Block(
+        ("compile-cold-zen4-s61.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
+         "compile_cold.py resnet18,resnet50 --repeats 5"
+         " --json benchmarks/results/compile-cold-zen4-s61.json",),
+        render_compile_cold),
     "compile-cold-zen5": Block(
         ("compile-cold-zen5.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
@@ -1309,6 +1322,16 @@ BLOCKS: dict[str, Block] = {
         ("executable-kinds.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/executable_kinds.py "
          "--json benchmarks/results/executable-kinds.json",),
+        render_executable_kinds),
+    "weights-call-s61": Block(
+        ("weights-call-s61.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/weights_call.py "
+         "--json benchmarks/results/weights-call-s61.json",),
+        render_weights_call, torch_threads=2),
+    "executable-kinds-s61": Block(
+        ("executable-kinds-s61.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/executable_kinds.py "
+         "--json benchmarks/results/executable-kinds-s61.json",),
         render_executable_kinds),
     "call-floor": Block(
         ("call-floor.json",),

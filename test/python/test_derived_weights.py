@@ -133,3 +133,24 @@ def test_a_recipe_is_json_and_runs_torchs_own_ops_only():
     evil = Derivation(("w",), ((2, 3),), (Step("builtins::eval", ({"value": 0},), {}),))
     with pytest.raises(LowerkitError, match="builtins::eval.*does not run"):
         evil.evaluate({"w": w})
+
+
+def test_torch_compile_graphs_derive_their_weights_too():
+    from lowerkit import backend
+
+    torch._dynamo.reset()
+    backend.reset()
+    model = _model(0)
+    compiled = torch.compile(model, backend="lowerkit")
+    with torch.no_grad():
+        result = compare(compiled(X), model(X))
+    assert result.ok, result.message
+    arts = [r.artifact for r in backend.graphs() if r.ran == "lowerkit"]
+    assert arts, backend.graphs()
+    ops = {st.op for a in arts for s in a.parameters if s.derivation is not None
+           for st in s.derivation.steps}
+    assert {"aten::sqrt.default", "aten::exp.default"} <= ops, ops
+    with torch.no_grad():  # an in-place change to a tensor only a recipe reads
+        model.b2.running_var.mul_(4.0)
+        result = compare(compiled(X), model(X))
+    assert result.ok, result.message

@@ -23,9 +23,10 @@ import torch.utils._pytree as pytree
 
 from ..errors import IngressError
 from ..ir import WEIGHT_ATTRIBUTE
-from . import checks, control_flow, symbolic_scalars
+from . import checks, control_flow, symbolic_scalars, weight_computations
 from .import_errors import import_failure
 from .importer import ImportedProgram, fx_importer
+from .weights import mark_weight_arguments
 from .signature import (CallSignature, Constant, ItemSpec, Leaf, ScalarSpec, SizeSpec,
                         TensorSpec)
 
@@ -220,6 +221,10 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     graph.output(tuple(returned))
     _canonicalize(graph)  # after the output: dead code elimination keeps what it returns
     _read_constants_once(graph)
+    names = [n.name for n in graph.nodes if n.op == "placeholder"]
+    keys = {names[i]: weights[i][0] for i in weights} if len(names) == len(every_input) else {}
+    # what the graph computes from weights alone, torch computes at bind time
+    derived = weight_computations.hoist(graph, keys) if keys else {}
     signature = CallSignature(pytree.tree_flatten((tuple(example_inputs), {}))[1], in_leaves,
                               pytree.tree_flatten(tuple(values))[1], out_leaves)
     # owned by a module holding gm's attributes: the importer reads constants (get_attr) and
@@ -235,7 +240,9 @@ def import_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         func = importer.import_stateless_graph(graph, func_name="main").operation
     except Exception as e:
         raise import_failure(e, graph) from e
-    if weights:
+    if keys:
+        mark_weight_arguments(func, graph, keys, derived)
+    elif weights:
         with func.context:
             func.attributes["arg_attrs"] = ir.ArrayAttr.get([
                 ir.DictAttr.get({WEIGHT_ATTRIBUTE: ir.StringAttr.get(weights[i][0])}

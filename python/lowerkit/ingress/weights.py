@@ -46,6 +46,30 @@ def _externalizable(value: Any) -> bool:
             and not value.is_quantized and value.numel() > 0)
 
 
+def mark_weight_arguments(func: Any, graph: "torch.fx.Graph", keys: dict[str, str],
+                          derived: dict[str, tuple[str, Any]]) -> None:
+    """Mark the arguments of the imported ``func`` that ``graph``'s placeholders hold weights
+    in: ``keys`` (placeholder name -> state-dict key) for the model's tensors, ``derived``
+    (`weight_computations.hoist`'s answer) for the values torch makes from them."""
+    from torch_mlir import ir
+
+    context = func.context
+    attrs = []
+    for node in graph.nodes:
+        if node.op != "placeholder":
+            continue
+        if node.name in derived:
+            key, derivation = derived[node.name]
+            marks = {ATTRIBUTE: ir.StringAttr.get(key, context),
+                     derived_weights.ATTRIBUTE: ir.StringAttr.get(derivation.dumps(), context)}
+        elif node.name in keys:
+            marks = {ATTRIBUTE: ir.StringAttr.get(keys[node.name], context)}
+        else:
+            marks = {}
+        attrs.append(ir.DictAttr.get(marks, context))
+    func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs, context)
+
+
 def import_with_weight_arguments(importer: Any, exported: torch.export.ExportedProgram,
                                  func_name: str = "main") -> dict[str, torch.Tensor]:
     """Import ``exported`` into ``importer``'s module with its parameters and buffers as
@@ -78,24 +102,7 @@ def import_with_weight_arguments(importer: Any, exported: torch.export.ExportedP
         importer._import_all_child_modules(owner, func_name, False)
     func = importer.import_stateless_graph(graph, func_name=func_name).operation
 
-    placeholders = [n.name for n in graph.nodes if n.op == "placeholder"]
-    context = func.context
     # every weight a recipe reads is bound, also one the program no longer reads itself
     weights = {user_name(target): exported.state_dict[target] for target in external.values()}
-    attrs = []
-    for name in placeholders:
-        if name in derived:
-            key, derivation = derived[name]
-            attrs.append(ir.DictAttr.get({
-                ATTRIBUTE: ir.StringAttr.get(key, context),
-                derived_weights.ATTRIBUTE: ir.StringAttr.get(derivation.dumps(), context)},
-                context))
-            continue
-        target = external.get(name)
-        if target is None:
-            attrs.append(ir.DictAttr.get({}, context))
-            continue
-        attrs.append(ir.DictAttr.get({ATTRIBUTE: ir.StringAttr.get(user_name(target), context)},
-                                     context))
-    func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs, context)
+    mark_weight_arguments(func, graph, {n: user_name(t) for n, t in external.items()}, derived)
     return weights

@@ -273,8 +273,11 @@ class Artifact:
                          f" · iree-compile rung: {self.compile_rung}")
         if self.parameters:
             size = sum(math.prod(p.shape) * slot_dtype(p).itemsize for p in self.parameters)
+            derived = sum(p.derivation is not None for p in self.parameters)
+            made = (f", {derived} of them made by torch from the model's tensors when bound"
+                    if derived else "")
             lines.append(f"weights: {len(self.parameters)} IREE parameters, "
-                         f"{size / 2**20:.1f} MiB, read at load (not in the vmfb)")
+                         f"{size / 2**20:.1f} MiB, read at load (not in the vmfb){made}")
         if stats and stats.get("convolutions"):
             lines.append(f"dense 2-D convolutions: {stats['convolutions']}")
         if self.tuned:
