@@ -27,6 +27,16 @@ from .errors import LowerkitError
 
 # the argument attribute that carries a derived weight's recipe, beside `ir.WEIGHT_ATTRIBUTE`
 ATTRIBUTE = "lowerkit.derivation"
+# "0" leaves every weight computation to IREE's initializers, as before (to compare, or to
+# rule this out when a derived weight is suspected)
+ENV = "LOWERKIT_DERIVED_WEIGHTS"
+
+
+def enabled() -> bool:
+    """Whether lowerkit derives weights on the host (`ENV` is not "0")."""
+    import os
+
+    return os.environ.get(ENV, "1") != "0"
 
 
 class NotRecordable(Exception):

@@ -73,7 +73,7 @@ def shared_cache(tmp_path_factory):
 
 @pytest.mark.parametrize("change", ["attribute", "string attribute", "config", "file flag",
                                     "code", "input shape", "input dtype", "training",
-                                    "decompositions"])
+                                    "decompositions", "derived weights"])
 def test_anything_that_changes_results_is_traced_again(shared_cache, monkeypatch, change):
     tmp_path = shared_cache
     torch.manual_seed(0)
@@ -97,6 +97,8 @@ def test_anything_that_changes_results_is_traced_again(shared_cache, monkeypatch
         model.eval()  # built in training mode: the flag flips
     elif change == "decompositions":
         monkeypatch.setenv("LOWERKIT_DECOMPOSITIONS", "0")
+    elif change == "derived weights":
+        monkeypatch.setenv("LOWERKIT_DERIVED_WEIGHTS", "0")
     art = lowerkit.compile(model, args, cache=tmp_path)
     assert not art.cache_note.startswith("hit: fingerprint"), art.cache_note
     with torch.no_grad():

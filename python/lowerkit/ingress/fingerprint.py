@@ -10,7 +10,8 @@ of what the fingerprint reads, the way Dynamo's guards decide a graph still hold
   (not their values: they are IREE parameters, read at load);
 - the call: the structure of the arguments, each tensor's shape, dtype, strides and
   ``requires_grad``, each Python scalar's value, and ``dynamic_shapes``;
-- torch's grad mode, default dtype and deterministic mode, and ``LOWERKIT_DECOMPOSITIONS``.
+- torch's grad mode, default dtype and deterministic mode, ``LOWERKIT_DECOMPOSITIONS`` and
+  ``LOWERKIT_DERIVED_WEIGHTS``.
 
 When anything is beyond what it can read (a hook, a tensor or an unknown object held as an
 attribute, a function rather than a module, a tensor off the CPU) it gives None, and the
@@ -151,8 +152,9 @@ def fingerprint(fn: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
         return None
     out: list = [repr(sorted(options.items())), torch.is_grad_enabled(),
                  repr(torch.get_default_dtype()), torch.are_deterministic_algorithms_enabled(),
-                 # lowerkit's own decompositions at import, on or off
-                 os.environ.get("LOWERKIT_DECOMPOSITIONS", "1")]
+                 # lowerkit's own decompositions at import, and derived weights, on or off
+                 os.environ.get("LOWERKIT_DECOMPOSITIONS", "1"),
+                 os.environ.get("LOWERKIT_DERIVED_WEIGHTS", "1")]
     seen: set = set()
     try:
         for name, module in fn.named_modules(remove_duplicate=False):

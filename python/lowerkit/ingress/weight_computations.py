@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-from ..derived_weights import NAMESPACES, Derivation, NotRecordable, Step, encode, op_name
+from ..derived_weights import (NAMESPACES, Derivation, NotRecordable, Step, enabled, encode,
+                               op_name)
 
 # ops that copy or re-view a tensor without computing anything (beside the ops whose schema
 # says they are views)
@@ -62,7 +63,10 @@ def hoist(graph: "torch.fx.Graph", weights: dict[str, str]) -> dict[str, tuple[s
     """Rewrite ``graph`` in place: each value computed from weights alone that the rest of the
     program reads becomes a new placeholder. ``weights``: placeholder name -> state-dict key.
     Return the new placeholders by name, each with its weight's key and recipe; placeholders
-    of weights nothing reads any more are removed."""
+    of weights nothing reads any more are removed. Nothing changes when derived weights are
+    turned off (`lowerkit.derived_weights.ENV`)."""
+    if not enabled():
+        return {}
     weight_only: set[Any] = {n for n in graph.nodes if n.op == "placeholder" and n.name in weights}
     computes: dict[Any, bool] = {}
     for node in graph.nodes:

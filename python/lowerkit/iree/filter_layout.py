@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, TYPE_CHECKING
 
-from ..derived_weights import Derivation
+from ..derived_weights import Derivation, enabled
 from ..errors import StageError
 from ..ir import Build
 from .parameters import SCOPE, ParameterSlot, global_name
@@ -43,8 +43,9 @@ def hwcf_key(key: str) -> str:
 
 
 def wanted(flags: Any) -> bool:
-    """Whether iree-compile, run with ``flags``, turns convolutions channels-last."""
-    return any(CHANNELS_LAST_PASS in f for f in flags)
+    """Whether iree-compile, run with ``flags``, turns convolutions channels-last (and
+    derived weights are not turned off: `lowerkit.derived_weights.ENV`)."""
+    return enabled() and any(CHANNELS_LAST_PASS in f for f in flags)
 
 
 def stage(slots: list[ParameterSlot]) -> "FunctionStage":
