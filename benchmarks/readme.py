@@ -350,6 +350,28 @@ def render_executable_kinds(data: dict, path: str) -> str:
             "\n\n" + provenance(path, data["meta"]))
 
 
+# -- derived_weights.py --json --------------------------------------------------------------------
+def render_derived_weights(data: dict, path: str) -> str:
+    """benchmarks/derived_weights.py: each model compiled with derived weights off, then on."""
+    lines = [f"| model, derived weights off → on (medians of {data['rounds']} interleaved rounds) "
+             "| initializers | dispatches | derived parameters | iree-compile s | "
+             "iree-compile CPU s | CPU saved | first call s | error / scale |",
+             "| --- | --- | --- | --- | --- | --- | ---: | --- | --- |"]
+    for r in data["models"]:
+        c, m = r["counts"], r["medians"]
+        off, on = m["off"], m["on"]
+        lines.append(
+            f"| {r['model']} | {c['off']['initializers']} → {c['on']['initializers']} | "
+            f"{c['off']['dispatches']} → {c['on']['dispatches']} | "
+            f"{c['off']['derived']} → {c['on']['derived']} of {c['on']['parameters']} | "
+            f"{_seconds(off['iree_compile_s'])} → {_seconds(on['iree_compile_s'])} | "
+            f"{_seconds(off['iree_compile_cpu_s'])} → {_seconds(on['iree_compile_cpu_s'])} | "
+            f"{1 - on['iree_compile_cpu_s'] / off['iree_compile_cpu_s']:.0%} | "
+            f"{off['first_call_s']:.3f} → {on['first_call_s']:.3f} | "
+            f"{_num(r['error_over_scale']['off'])} → {_num(r['error_over_scale']['on'])} |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
 # -- yielding_wait.py --json ----------------------------------------------------------------------
 def render_yielding_wait(data: dict, path: str) -> str:
     lines = [f"| one call, ms ({data['rounds']} rounds × {data['calls']} calls each way, "
@@ -1333,6 +1355,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/executable_kinds.py "
          "--json benchmarks/results/executable-kinds-s61.json",),
         render_executable_kinds),
+    "derived-weights": Block(
+        ("derived-weights.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
+         "derived_weights.py --rounds 7 --json benchmarks/results/derived-weights.json",),
+        render_derived_weights),
     "call-floor": Block(
         ("call-floor.json",),
         (".venv/bin/python benchmarks/call_floor.py --json benchmarks/results/call-floor.json",),

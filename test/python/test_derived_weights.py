@@ -18,17 +18,19 @@ from lowerkit.runtime.numerics import compare
 
 
 class ConvBN(torch.nn.Module):
-    """Two 3x3 convolutions with BatchNorm, and a weight used only through ``exp``."""
+    """A 3x3 and a 3x2 convolution with BatchNorm, a 1x1 one, and a weight used only through
+    ``exp``."""
 
     def __init__(self):
         super().__init__()
         self.c1, self.b1 = torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16)
         self.c2, self.b2 = torch.nn.Conv2d(16, 16, (3, 2), padding=1), torch.nn.BatchNorm2d(16)
+        self.c3 = torch.nn.Conv2d(16, 16, 1)
         self.gate = torch.nn.Parameter(torch.randn(16) * 0.1)
 
     def forward(self, x):
         h = torch.relu(self.b1(self.c1(x)))
-        return self.b2(self.c2(h)) * torch.exp(self.gate)[:, None, None]
+        return self.c3(self.b2(self.c2(h))) * torch.exp(self.gate)[:, None, None]
 
 
 def _model(seed: int) -> ConvBN:
@@ -83,6 +85,7 @@ def test_data_tiled_filters_are_bound_in_irees_layout(tmp_path):
     art = _compile(model, tmp_path / "tiled", convolutions="data-tiled")
     _check(art, model)
     filters = {s.key: s for s in art.parameters if s.key.endswith("@permute(2,3,1,0)")}
+    # a 1x1 filter is left as it is: its transpose is 2-D, and IREE folds it into its packing
     assert set(filters) == {"c1.weight@permute(2,3,1,0)", "c2.weight@permute(2,3,1,0)"}
     assert filters["c2.weight@permute(2,3,1,0)"].shape == (3, 2, 16, 16)  # HWCF
     assert filters["c2.weight@permute(2,3,1,0)"].state_shapes == ((16, 16, 3, 2),)

@@ -99,6 +99,8 @@ def read_filters_channels_last(module: Any, slots: list[ParameterSlot]) -> list[
             continue
         fchw = ir.RankedTensorType(mine[0].result.type)
         f, c, kh, kw = fchw.shape
+        if kh * kw == 1:  # a 1x1 filter's transpose is 2-D: IREE folds it into its packing
+            continue
         hwcf = ir.RankedTensorType.get([kh, kw, c, f], fchw.element_type)
         key = hwcf_key(slot.key)
         quoted = key.replace("\\", "\\\\").replace('"', '\\"')
