@@ -54,8 +54,8 @@ FAULTS = [
     Fault("cache-fingerprint-no-env", "the fingerprint leaves out LOWERKIT_DECOMPOSITIONS",
           ["test/python/test_cache_fingerprint.py::test_anything_that_changes_results_is_traced_again"],
           "python/lowerkit/ingress/fingerprint.py",
-          '                 os.environ.get("LOWERKIT_DECOMPOSITIONS", "1")]',
-          '                 ]'),
+          '                 os.environ.get("LOWERKIT_DECOMPOSITIONS", "1"),\n',
+          '\n'),
     Fault("conv3d-depth-off-by-one", "the 3-D convolution's depth split reads the planes one kernel step late",
           ["test/python/test_decompositions.py::test_convolution_per_tap_matches_eager"],
           "python/lowerkit/ingress/decompositions.py",
@@ -1648,7 +1648,7 @@ FAULTS = [
     Fault("filter-layout-never-wanted", "data-tiled convolutions' filters stay FCHW parameters (IREE transposes them in initializers)",
           ["test/python/test_derived_weights.py::test_data_tiled_filters_are_bound_in_irees_layout"],
           "python/lowerkit/iree/filter_layout.py",
-          "    return any(CHANNELS_LAST_PASS in f for f in flags)\n",
+          "    return enabled() and any(CHANNELS_LAST_PASS in f for f in flags)\n",
           "    return False\n"),
     Fault("filter-layout-kernel-transposed", "the filter's HWCF copy is made with the kernel's rows and columns swapped",
           ["test/python/test_derived_weights.py::test_data_tiled_filters_are_bound_in_irees_layout"],
@@ -1675,6 +1675,11 @@ FAULTS = [
           "python/lowerkit/iree/filter_layout.py",
           "        if kh * kw == 1:",
           "        if False:"),
+    Fault("cache-fingerprint-no-derived-weights", "the fingerprint leaves out LOWERKIT_DERIVED_WEIGHTS",
+          ["test/python/test_cache_fingerprint.py::test_anything_that_changes_results_is_traced_again"],
+          "python/lowerkit/ingress/fingerprint.py",
+          '                 os.environ.get("LOWERKIT_DERIVED_WEIGHTS", "1")]',
+          '                 ]'),
 ]
 
 
