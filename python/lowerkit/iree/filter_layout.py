@@ -5,8 +5,7 @@ With data-tiled convolutions (`lowerkit.tuning.DATA_TILED`) IREE's preprocessing
 When the filter is a weight held as an IREE parameter, IREE cannot fold that transpose at
 compile time, so it hoists it into an initializer: one more executable to generate code for
 per filter shape, and a pass over every filter when the module loads. ResNet-18 had eight of
-them, about an eighth of iree-compile's code generation (README, "What in iree-compile holds
-ResNet-18").
+them (README, "What in iree-compile holds ResNet-18").
 
 Here the parameter holds the filter as HWCF already, and the program transposes it back to
 FCHW. IREE's own transpose then meets this one and the two cancel, so no initializer is left.
@@ -39,7 +38,7 @@ TO_HWCF, FROM_HWCF = (2, 3, 1, 0), (3, 2, 0, 1)
 
 def hwcf_key(key: str) -> str:
     """The parameter name of ``key``'s filter in HWCF (distinct in an .irpa from the tensor)."""
-    return f"{key}@permute(2,3,1,0)"
+    return f"{key}@permute({','.join(map(str, TO_HWCF))})"
 
 
 def wanted(flags: Any) -> bool:
