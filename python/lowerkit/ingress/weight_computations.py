@@ -45,7 +45,7 @@ def _computes(node: Any) -> bool:
     target = node.target
     if target.is_view or target._opname in _NOT_COMPUTING:
         return False
-    if len(node.args) == 2 and not isinstance(node.args[1], torch.fx.Node) and (
+    if len(node.args) == 2 and type(node.args[1]) in (int, float) and (
             (target._opname in ("mul", "div") and node.args[1] == 1)
             or (target._opname in ("add", "sub") and node.args[1] == 0)):
         return False  # x * 1 (a decomposed addmm's beta): IREE folds it
