@@ -66,6 +66,20 @@ def _models() -> dict:
     return out
 
 
+def script_options(doc: str, argv: list[str] | None, models: list[str], count: str,
+                   default: int, help: str) -> argparse.Namespace:
+    """The options of the scripts that use `each_model`: ``--models``, a count (``--rounds``
+    or ``--repeats``: ``count``) and ``--json``. Warnings are silenced: the tables are the
+    output."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--models", default=",".join(models))
+    parser.add_argument(f"--{count}", type=int, default=default, help=help)
+    parser.add_argument("--json", metavar="FILE")
+    opts = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    return opts
+
+
 def each_model(names: str, doing: str, bench) -> tuple[dict, list[dict], "object"]:
     """For the scripts that measure these models in one process (weights_call.py,
     executable_kinds.py): torch on 2 threads, the run's provenance, then ``bench(name,

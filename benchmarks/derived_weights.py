@@ -1,5 +1,7 @@
-"""Derived weights on and off, interleaved in one process (issue 19: what leaving IREE's
-initializers to torch saves in iree-compile, and what it costs at the first call).
+"""Derived weights off and on, each model compiled both ways, interleaved in one process.
+
+Issue 19: what leaving IREE's initializers to torch saves in iree-compile, and what it costs at
+the first call.
 
     .venv/bin/python benchmarks/derived_weights.py --json benchmarks/results/derived-weights.json
     .venv/bin/python benchmarks/derived_weights.py --models resnet18 --rounds 3   # a quick look
@@ -16,13 +18,11 @@ dumped counts the initializers IREE generated code for. Medians over the rounds:
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import statistics
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 MODELS = ["resnet18", "resnet50", "mobilenet_v2"]
@@ -84,17 +84,13 @@ def bench_model(name: str, make, rounds: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--json", metavar="FILE")
-    opts = parser.parse_args(argv)
-    warnings.filterwarnings("ignore")
-
     from rich.table import Table
 
-    from compile_cold import each_model, store
+    from compile_cold import each_model, script_options, store
 
+    # the same programs as the model-to-first-result table
+    opts = script_options(__doc__, argv, MODELS, "rounds", 5,
+                          "interleaved rounds (the median is kept)")
     meta, rows, console = each_model(
         opts.models, "compiling with derived weights off and on, interleaved",
         lambda name, make: bench_model(name, make, opts.rounds))

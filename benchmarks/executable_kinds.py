@@ -23,12 +23,10 @@ LLVM pass.
 
 from __future__ import annotations
 
-import argparse
 import resource
 import subprocess
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 MODELS = ["resnet18", "resnet50"]
@@ -99,19 +97,13 @@ def bench_model(name: str, make, repeats: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="compiles of each executable alone (the median is kept)")
-    parser.add_argument("--json", metavar="FILE")
-    opts = parser.parse_args(argv)
-    warnings.filterwarnings("ignore")
-
     from rich.table import Table
 
-    # the same programs as the model-to-first-result table
-    from compile_cold import each_model, store
+    from compile_cold import each_model, script_options, store
 
+    # the same programs as the model-to-first-result table
+    opts = script_options(__doc__, argv, MODELS, "repeats", 3,
+                          "compiles of each executable alone (the median is kept)")
     meta, rows, console = each_model(
         opts.models, "compiling, then each executable alone",
         lambda name, make: bench_model(name, make, opts.repeats))

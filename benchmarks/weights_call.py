@@ -15,10 +15,8 @@ external over inline, so above 1 means parameters cost time at each call.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
-import warnings
 
 MODELS = ["resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2_base"]
 
@@ -62,18 +60,13 @@ def bench_model(name: str, make, rounds: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--rounds", type=int, default=21, help="interleaved rounds")
-    parser.add_argument("--json", metavar="FILE")
-    opts = parser.parse_args(argv)
-    warnings.filterwarnings("ignore")
-
     from rich.table import Table
 
-    # the same programs as the model-to-first-result table
-    from compile_cold import each_model, store
+    from compile_cold import each_model, script_options, store
 
+    # the same programs as the model-to-first-result table
+    opts = script_options(__doc__, argv, MODELS, "rounds", 21,
+                          "interleaved rounds")
     meta, rows, console = each_model(
         opts.models, "compiling twice (parameters, inline), timing",
         lambda name, make: bench_model(name, make, opts.rounds))
