@@ -1680,6 +1680,11 @@ FAULTS = [
           "python/lowerkit/ingress/fingerprint.py",
           '                 os.environ.get("LOWERKIT_DERIVED_WEIGHTS", "1")]',
           '                 ]'),
+    Fault("derived-weights-kept-forever", "the binding keeps every load's arrays, so each reload after an in-place change holds one more copy of the derived weights",
+          ["test/python/test_derived_weights.py::test_a_reload_after_an_in_place_change_frees_the_old_derived_values"],
+          "python/lowerkit/runtime/weights.py",
+          "        kept: list[np.ndarray] = []\n",
+          "        kept = self.__dict__.setdefault(\"_kept\", [])\n"),
 ]
 
 

@@ -157,3 +157,24 @@ def test_torch_compile_graphs_derive_their_weights_too():
         model.b2.running_var.mul_(4.0)
         result = compare(compiled(X), model(X))
     assert result.ok, result.message
+
+
+def test_a_reload_after_an_in_place_change_frees_the_old_derived_values(monkeypatch):
+    import gc
+    import weakref
+
+    # one driver throughout: a second one (the local-sync trial) would load afresh anyway
+    monkeypatch.setenv("LOWERKIT_CPU_DRIVER", "local-task")
+    model = _model(0)
+    art = lowerkit.compile(model, (X,), cache=False)
+    _check(art, model)
+    derived = {s.key for s in art.parameters if s.derivation is not None}
+    old = [weakref.ref(a) for s, a in zip(art.parameters, art.executable._weight_arrays)
+           if s.key in derived]
+    assert old
+    for step in range(3):  # what a training loop that calls the model between steps does
+        with torch.no_grad():
+            model.b1.running_var.mul_(1.5)
+        _check(art, model)
+    gc.collect()
+    assert all(r() is None for r in old), "the first load's derived values are still held"

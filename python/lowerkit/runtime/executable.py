@@ -100,7 +100,10 @@ class Executable:
         module = rt.VmModule.copy_buffer(instance, self._vmfb)
         modules = [hal, module]
         if self.weights is not None:
-            modules.insert(1, self.weights.module(rt, instance))
+            # the arrays IREE reads the weights from in place live as long as this context;
+            # derived ones are made anew for each load, and go with the context they served
+            parameters, self._weight_arrays = self.weights.module(rt, instance)
+            modules.insert(1, parameters)
         try:
             context = rt.VmContext(instance, modules=modules)
         except Exception as e:

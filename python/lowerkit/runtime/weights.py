@@ -81,7 +81,6 @@ class WeightBinding:
         self.archive = Path(archive) if archive is not None else None
         self.float64 = float64
         self.tensors: dict[str, torch.Tensor] = {}
-        self._kept: list[np.ndarray] = []
         if (tensors is None) == (archive is None):
             raise ValueError("bind weights from tensors or from an archive, not both or neither")
         if tensors is not None:
@@ -119,10 +118,12 @@ class WeightBinding:
         """True once a bound tensor changed in place since the module loaded."""
         return bool(self.tensors) and self._versions.changed()
 
-    def module(self, rt: Any, instance: Any) -> Any:
-        """IREE's parameter module serving every slot, for one VM context. Tensors are wrapped
-        without a copy where their dtype already matches (the arrays live as long as this)."""
+    def module(self, rt: Any, instance: Any) -> tuple[Any, list[np.ndarray]]:
+        """IREE's parameter module serving every slot, for one VM context, and the arrays it
+        reads in place: the caller keeps them as long as that context. Tensors are wrapped
+        without a copy where their dtype already matches; derived values are made now."""
         index = rt.ParameterIndex()
+        kept: list[np.ndarray] = []
         self._versions.mark()
         if self.archive is not None:
             try:
@@ -138,9 +139,9 @@ class WeightBinding:
         else:
             for s in self.slots:
                 array = _host_array(self._value(s), slot_dtype(s, self.float64))
-                self._kept.append(array)  # IREE reads it in place: it lives as long as this
+                kept.append(array)  # IREE reads it in place
                 index.add_buffer(s.key, array)
-        return rt.create_io_parameters_module(instance, index.create_provider(scope=SCOPE))
+        return rt.create_io_parameters_module(instance, index.create_provider(scope=SCOPE)), kept
 
     def save_archive(self, path: str | os.PathLike) -> Path:
         """Write every slot's value into an ``.irpa`` archive at ``path``."""
