@@ -13,8 +13,8 @@ so another checkpoint of the same model still needs no compile. It travels as JS
 IR (an argument attribute, so that two programs that derive differently never share a cache
 entry) and in a saved artifact.
 
-Only ATen ops are recorded, and only ops run from this JSON: `evaluate` looks each name up in
-``torch.ops.aten`` and nowhere else.
+Only ATen and prims ops are recorded, and only those run from this JSON: `evaluate` looks each
+name up in ``torch.ops.aten`` and ``torch.ops.prims`` (`NAMESPACES`) and nowhere else.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ def read_filters_channels_last(module: Any, slots: list[ParameterSlot]) -> list[
                     empty = tensor.EmptyOp([f, c, kh, kw], fchw.element_type)
                     back = linalg.transpose(read.result, outs=[empty.result],
                                             permutation=list(FROM_HWCF))
-            load.result.replace_all_uses_with(_value(back))
+            load.result.replace_all_uses_with(back.results[0])
             load.erase()
         made = slot.derivation or Derivation.of(slot.key, slot.shape)
         out[index] = ParameterSlot(key, (kh, kw, c, f), slot.element,
@@ -127,12 +127,3 @@ def read_filters_channels_last(module: Any, slots: list[ParameterSlot]) -> list[
 def _is_filter(use: Any) -> bool:
     return use.owner.name == CONVOLUTION and use.operand_number == FILTER_OPERAND
 
-
-def _value(built: Any) -> Any:
-    """The result of a builder that may return the value, the op or its result list."""
-    from iree.compiler import ir
-
-    if isinstance(built, ir.Value):
-        return built
-    results = getattr(built, "results", None) or getattr(built, "result", None)
-    return results[0] if results is not None and not isinstance(results, ir.Value) else results

@@ -79,6 +79,7 @@ class Executable:
         self.widen = widen or {}
         self._lock = threading.Lock()
         self._loaded: tuple | None = None
+        self._weight_arrays: list = []  # what IREE reads the weights from, for this load
         self._generation = 0  # which of its driver's devices it was loaded on (`forget_device`)
         self._host_path = _HostPath(self) if driver == "local-task" else None  # issue 7
         # IREE's wait for the task system's workers spins: long calls wait as SCHED_BATCH
