@@ -627,6 +627,24 @@ def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> st
             + provenance(paths[1], after["meta"]))
 
 
+# -- fresh_process.py --json -----------------------------------------------------------------------
+def render_fresh_process(data: dict, path: str) -> str:
+    """One fresh process per checkout and round: imports, ResNet-18's compile and first call."""
+    lines = [f"| a fresh process, median of {data['rounds']} (interleaved) | site-packages modules "
+             "it imported with bytecode | whole process s | `import torch` s | ResNet-18 compile s "
+             "| first call s | matches eager |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for row in data["trees"]:
+        if not row["matches_eager"]:
+            raise ResultError(f"{path}: {row['tree']} did not match eager")
+        m = row["median"]
+        lines.append(f"| checkout at `{(row['commit'] or '?')[:10]}` | "
+                     f"{row['site_modules_with_bytecode']} of {row['site_modules']} | "
+                     f"{_seconds(m['process_s'])} | {_seconds(m['import_torch_s'])} | "
+                     f"{_seconds(m['compile_s'])} | {_num(m['first_call_s'])} | yes |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
 # -- e2e_suite.py --json ---------------------------------------------------------------------------
 def render_e2e(data: dict, path: str) -> str:
     """torch-mlir's e2e suite through lowerkit: the counts by outcome and the errors by stage."""
@@ -1000,6 +1018,18 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
          "compile_cold.py resnet18,resnet50 --repeats 5"
          " --json benchmarks/results/compile-cold-zen4-s61.json",),
+        render_compile_cold),
+    "fresh-process": Block(
+        ("fresh-process.json",),
+        ("git clone REPO /tmp/before && (cd /tmp/before && git checkout 0eba029 && scripts/setup)"
+         " && OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fresh_process.py --tree /tmp/before"
+         " --tree FRESH_CLONE_AFTER --rounds 5 --json benchmarks/results/fresh-process.json",),
+        render_fresh_process),
+    "compile-cold-zen4-s62": Block(
+        ("compile-cold-zen4-s62.json",),
+        ("(in a fresh clone after scripts/setup) LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE "
+         ".venv/bin/python benchmarks/compile_cold.py resnet18,resnet50 --repeats 5"
+         " --json benchmarks/results/compile-cold-zen4-s62.json",),
         render_compile_cold),
     "compile-cold-zen5": Block(
         ("compile-cold-zen5.json",),
