@@ -34,9 +34,12 @@ class Build(enum.Enum):
 
     @property
     def ir(self) -> ModuleType:
-        return importlib.import_module(
-            "torch_mlir.ir" if self is Build.TORCH_MLIR else "iree.compiler.ir"
-        )
+        if self is Build.TORCH_MLIR:
+            return importlib.import_module("torch_mlir.ir")
+        from . import op_views
+
+        op_views.install()  # before any of IREE's ops is read from Python
+        return importlib.import_module("iree.compiler.ir")
 
     @property
     def passmanager(self) -> ModuleType:

@@ -67,7 +67,9 @@ def read_filters_channels_last(module: Any, slots: list[ParameterSlot]) -> list[
     hold HWCF, read back to FCHW; return ``slots`` with those slots permuted. Call it inside
     the module's context."""
     from iree.compiler import ir
-    from iree.compiler.dialects import linalg, tensor
+    from iree.compiler.dialects import tensor
+
+    from ..op_views.linalg import TransposeOp, fill_builtin_region  # not linalg's op DSL
 
     globals_: dict[str, Any] = {}
     loads: dict[str, list[Any]] = {}
@@ -114,8 +116,9 @@ def read_filters_channels_last(module: Any, slots: list[ParameterSlot]) -> list[
                                            attributes=dict(load.attributes), ip=at)
                 with at:
                     empty = tensor.EmptyOp([f, c, kh, kw], fchw.element_type)
-                    back = linalg.transpose(read.result, outs=[empty.result],
-                                            permutation=list(FROM_HWCF))
+                    back = TransposeOp(result=[fchw], input=read.result, init=empty.result,
+                                       permutation=list(FROM_HWCF))
+                    fill_builtin_region(back.operation)
             load.result.replace_all_uses_with(back.results[0])
             load.erase()
         made = slot.derivation or Derivation.of(slot.key, slot.shape)
