@@ -1685,6 +1685,16 @@ FAULTS = [
           "python/lowerkit/runtime/weights.py",
           "        kept: list[np.ndarray] = []\n",
           "        kept = self.__dict__.setdefault(\"_kept\", [])\n"),
+    Fault("op-views-not-installed", "IREE's linalg ops are read through iree.compiler.dialects.linalg, whose op DSL a first compile then imports",
+          ["test/python/test_op_views.py::test_a_compile_reads_linalg_ops_without_importing_the_op_dsl"],
+          "python/lowerkit/ir.py",
+          "        op_views.install()  # before any of IREE's ops is read from Python\n",
+          ""),
+    Fault("filter-layout-op-dsl", "filters-channels-last builds its transpose with IREE's linalg op DSL",
+          ["test/python/test_op_views.py::test_a_compile_reads_linalg_ops_without_importing_the_op_dsl"],
+          "python/lowerkit/iree/filter_layout.py",
+          "    from iree.compiler.dialects import tensor\n",
+          "    from iree.compiler.dialects import linalg, tensor  # noqa: F401\n"),
 ]
 
 
