@@ -1695,6 +1695,16 @@ FAULTS = [
           "python/lowerkit/iree/filter_layout.py",
           "    from iree.compiler.dialects import tensor\n",
           "    from iree.compiler.dialects import linalg, tensor  # noqa: F401\n"),
+    Fault("host-cpu-not-asked-ahead", "lowerkit.compile asks iree-compile for the host's CPU only when the cache key needs it, after the first compile's garbage collection",
+          ["test/python/test_cache.py::test_compile_asks_for_the_host_cpu_before_its_first_garbage_collection"],
+          "python/lowerkit/api.py",
+          "    prefetch_host_cpu([*Target.parse(target).flags, *iree_flags])\n",
+          ""),
+    Fault("host-cpu-asked-twice", "a question asked ahead is asked again instead of read",
+          ["test/python/test_cache.py::test_a_host_cpu_asked_ahead_is_read_once_and_a_failure_asked_again"],
+          "python/lowerkit/target.py",
+          "            child = _ASKED.pop(cpu_flags, None) or _ask(cpu_flags)\n",
+          "            child = _ask(cpu_flags)\n"),
 ]
 
 

@@ -26,7 +26,7 @@ from .stages.dump import DumpInstrument, fx_op_histogram
 from .stages.instrument import Instrument
 from .stages.pipeline import Pipeline
 from .stages.stage import StageRecord
-from .target import Target, llvmcpu_flags, resolve_host_cpu
+from .target import Target, llvmcpu_flags, prefetch_host_cpu, resolve_host_cpu
 
 DEFAULT_PIPELINE = "torch-to-linalg"
 
@@ -111,6 +111,9 @@ def compile(
                            {"recipe": recipe, "weights": weights, "device": device,
                             "tuning": tuning.digest(target)})
 
+    # iree-compile's word on the host's CPU (the cache key's first need), asked now on another
+    # thread: the garbage collection opening a process's first compile runs while it comes
+    prefetch_host_cpu([*Target.parse(target).flags, *iree_flags])
     with (tuning.forced_convolutions(convolutions) if convolutions is not None
           else contextlib.nullcontext()):
         art = compile_imported(

@@ -8,9 +8,10 @@ stack dump on a GPU name it does not know.
 
 from __future__ import annotations
 
-import functools
+import os
 import re
 import subprocess
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
@@ -158,24 +159,76 @@ def llvmcpu_flags(flags: Iterable[str]) -> tuple[str, ...]:
     return tuple(f for f in flags if f.startswith(_LLVMCPU_FLAG))
 
 
-@functools.lru_cache(maxsize=None)
-def resolve_host_cpu(cpu_flags: tuple[str, ...] = (f"{_LLVMCPU_FLAG}cpu={HOST}",)) -> dict:
+_DEFAULT_CPU_FLAGS = (f"{_LLVMCPU_FLAG}cpu={HOST}",)
+_RESOLVE_PROGRAM = "func.func @f(%a: tensor<1xf32>) -> tensor<1xf32> { return %a : tensor<1xf32> }"
+_RESOLVE_TIMEOUT_S = 120
+# cpu flags -> iree-compile's answer, once per process; and the questions asked ahead
+# (`prefetch_host_cpu`) whose child process has not been read yet
+_HOST_CPUS: dict[tuple[str, ...], dict] = {}
+_ASKED: dict[tuple[str, ...], subprocess.Popen] = {}
+_HOST_CPUS_LOCK = threading.Lock()
+
+
+def resolve_host_cpu(cpu_flags: tuple[str, ...] = _DEFAULT_CPU_FLAGS) -> dict:
     """What iree-compile makes of ``cpu_flags`` (``host`` or a named CPU): the LLVM CPU name,
     its features, triple and data layout, read off the executable target it builds for a
-    one-op module (the same resolution its real compiles do). About 0.25 s of iree-compile,
-    so cached per process."""
+    one-op module (the same resolution its real compiles do). A child process of about
+    0.05-0.1 s, so asked once per process (a failure is asked again)."""
+    cpu_flags = tuple(cpu_flags)
+    with _HOST_CPUS_LOCK:
+        if cpu_flags not in _HOST_CPUS:
+            child = _ASKED.pop(cpu_flags, None) or _ask(cpu_flags)
+            _HOST_CPUS[cpu_flags] = _answer(child, cpu_flags)
+        return _HOST_CPUS[cpu_flags]
+
+
+def prefetch_host_cpu(flags: Iterable[str]) -> None:
+    """Start iree-compile's child process for `resolve_host_cpu` now, if ``flags`` name the
+    ``host`` CPU: a compile's cache key needs the answer first thing, and the child runs
+    meanwhile (`lowerkit.compile` starts it before the garbage collection that opens a
+    process's first compile). Its answer is read when asked for."""
+    cpu_flags = host_dependent_cpu_flags(flags)
+    with _HOST_CPUS_LOCK:
+        if cpu_flags and cpu_flags not in _HOST_CPUS and cpu_flags not in _ASKED:
+            _ASKED[cpu_flags] = _ask(cpu_flags)
+
+
+def _ask(cpu_flags: tuple[str, ...]) -> subprocess.Popen:
     from iree.compiler.tools.binaries import find_tool
 
     cmd = [find_tool("iree-compile"), "-", "--compile-to=preprocessing",
            "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
            *cpu_flags]
-    program = "func.func @f(%a: tensor<1xf32>) -> tensor<1xf32> { return %a : tensor<1xf32> }"
-    proc = subprocess.run(cmd, input=program, capture_output=True, text=True, timeout=120)
-    found = _EXECUTABLE_TARGET.search(proc.stdout)
-    if proc.returncode != 0 or found is None:
+    child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    child.stdin.write(_RESOLVE_PROGRAM)  # a few bytes: the pipe takes them without a reader
+    child.stdin.close()
+    child.stdin = None  # written: `communicate` only reads
+    return child
+
+
+def _answer(child: subprocess.Popen, cpu_flags: tuple[str, ...]) -> dict:
+    try:
+        stdout, stderr = child.communicate(timeout=_RESOLVE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        raise TargetError(f"iree-compile did not resolve the host CPU for {list(cpu_flags)} "
+                          f"within {_RESOLVE_TIMEOUT_S} s") from None
+    found = _EXECUTABLE_TARGET.search(stdout)
+    if child.returncode != 0 or found is None:
         raise TargetError(f"iree-compile could not resolve the host CPU for {list(cpu_flags)} "
-                          f"(exit status {proc.returncode}): {proc.stderr.strip()[:400]}")
+                          f"(exit status {child.returncode}): {stderr.strip()[:400]}")
     return dict(_TARGET_FIELD.findall(found.group(1)))
+
+
+def _forget_asked() -> None:
+    """In a forked child: the parent's child processes are not this one's to read."""
+    _ASKED.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_asked)
 
 
 def native_vector_bytes(target: "Target") -> int:

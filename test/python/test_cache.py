@@ -126,6 +126,63 @@ def test_host_cpu_is_resolved_as_iree_compile_resolves_it():
     assert host["target_triple"] and host["data_layout"]
 
 
+def test_a_host_cpu_asked_ahead_is_read_once_and_a_failure_asked_again(monkeypatch):
+    """`prefetch_host_cpu` starts iree-compile's child at once; `resolve_host_cpu` reads that
+    child rather than asking again, and keeps the answer; a named CPU asks nothing ahead; a
+    failure reaches the caller and is asked again."""
+    from lowerkit import target as target_module
+    from lowerkit.errors import TargetError
+
+    monkeypatch.setattr(target_module, "_HOST_CPUS", {})
+    monkeypatch.setattr(target_module, "_ASKED", {})
+    asked = []
+    real_ask = target_module._ask
+
+    def ask(cpu_flags):
+        asked.append(cpu_flags)
+        return real_ask(cpu_flags)
+
+    monkeypatch.setattr(target_module, "_ask", ask)
+    host = ("--iree-llvmcpu-target-cpu=host",)
+    target_module.prefetch_host_cpu(["--iree-hal-target-device=local", *host])
+    assert asked == [host] and host in target_module._ASKED
+    first = target_module.resolve_host_cpu(host)
+    assert first["cpu"] and first["cpu"] != "host"
+    assert target_module.resolve_host_cpu(host) is first and not target_module._ASKED
+    target_module.prefetch_host_cpu(host)
+    target_module.prefetch_host_cpu(["--iree-llvmcpu-target-cpu=znver4"])
+    assert asked == [host]
+    bad = ("--iree-llvmcpu-target-cpu=host", "--iree-llvmcpu-target-cpu-features=+nonsense")
+    for _ in range(2):
+        with pytest.raises(TargetError, match="could not resolve the host CPU"):
+            target_module.resolve_host_cpu(bad)
+    assert asked.count(bad) == 2
+
+
+def test_compile_asks_for_the_host_cpu_before_its_first_garbage_collection(monkeypatch):
+    """`lowerkit.compile` starts the child before `compile_imported`, whose first act in a
+    process is a full garbage collection (`collector.held`): the child runs meanwhile."""
+    from lowerkit import api
+    from lowerkit import target as target_module
+
+    monkeypatch.setattr(target_module, "_HOST_CPUS", {})
+    monkeypatch.setattr(target_module, "_ASKED", {})
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def compile_imported(*args, **kwargs):
+        seen.append(dict(target_module._ASKED))
+        raise Stop
+
+    monkeypatch.setattr(api, "compile_imported", compile_imported)
+    with pytest.raises(Stop):
+        lowerkit.compile(lambda x: x + 1, (torch.randn(3),), cache=False)
+    assert [list(s) for s in seen] == [[("--iree-llvmcpu-target-cpu=host",)]]
+    target_module.resolve_host_cpu(("--iree-llvmcpu-target-cpu=host",))  # reads the child
+
+
 def test_two_host_cpus_never_share_an_entry(tmp_path, monkeypatch):
     """`cpu` compiles for whatever CPU iree-compile finds: a folder shared between machines
     must key each entry by that CPU, name and features, never by the word "host"."""
