@@ -7,11 +7,13 @@ user's model and data. A cold ResNet-18 compile made five of them, 0.7 s of 6 s 
 result (`benchmarks/compile_cold.py`). Later compiles import little, and Python seldom walks the
 whole heap during them; they run as they are.
 
-`held` collects once at the start of the first compile (the caller's garbage goes before the
-compile's peak, not after it), freezes what exists (``gc.freeze``: the collector skips it), and
-holds off full collections; the young generations are still collected as usual, so the
-compile's short-lived cycles go as soon as before. At the end it collects once, over the objects
-made since, and unfreezes. When the caller has turned the collector off, or frozen objects of
+`held` collects the young generations at the start of the first compile (the caller's recent
+garbage goes before the compile's peak, not after it; a full collection there walked the whole
+heap for 0.1 s and found nothing in a cold ResNet-18 compile), freezes what exists
+(``gc.freeze``: the collector skips it), and holds off full collections; the young
+generations are still collected as usual, so the compile's short-lived cycles go as soon as
+before. At the end it collects once, over the objects made since, and unfreezes: garbage the
+caller had left in the oldest generation waits for Python's next full collection. When the caller has turned the collector off, or frozen objects of
 its own, `held` leaves the collector alone: undoing its ``gc.freeze`` would not be ours to do.
 ``LOWERKIT_HOLD_COLLECTIONS=0`` leaves it alone always (to measure without the hold, or to rule
 it out).
@@ -46,7 +48,7 @@ def held() -> Iterator[None]:
                         and _thresholds[0] > 0
                         and os.environ.get("LOWERKIT_HOLD_COLLECTIONS", "1") != "0")
             if _holding:
-                gc.collect()
+                gc.collect(1)  # the young generations: the oldest is frozen as it is
                 gc.freeze()
                 gc.set_threshold(_thresholds[0], _thresholds[1], NO_FULL_COLLECTION)
         _depth += 1
