@@ -43,6 +43,21 @@ PROBE = textwrap.dedent("""
     from lowerkit.zoo.vision import resnet18
     t2 = time.perf_counter()
     model, args = resnet18()[:2]
+    # lowerkit's fixed costs inside the compile: its garbage collections, and the time the
+    # compile waits in the host-CPU question (patched before lowerkit.api is first loaded)
+    import gc
+    import lowerkit.target as target_module
+    collections, waits = [], []
+    def timed(fn, into):
+        def wrapper(*a, **k):
+            start = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                into.append(time.perf_counter() - start)
+        return wrapper
+    gc.collect = timed(gc.collect, collections)
+    target_module.resolve_host_cpu = timed(target_module.resolve_host_cpu, waits)
     t3 = time.perf_counter()
     art = lowerkit.compile(model, args, cache=False)
     t4 = time.perf_counter()
@@ -64,10 +79,17 @@ PROBE = textwrap.dedent("""
     print(json.dumps({"import_torch_s": t1 - t0, "import_lowerkit_s": t2 - t1,
                       "compile_s": t4 - t3, "first_call_s": t5 - t4, "matches_eager": ok,
                       "site_modules": imported, "site_modules_with_bytecode": with_bytecode,
-                      "dont_write_bytecode": bool(sys.flags.dont_write_bytecode)}))
+                      "dont_write_bytecode": bool(sys.flags.dont_write_bytecode),
+                      "collections_s": collections, "host_cpu_wait_s": sum(waits),
+                      "stages_s": {r.name: r.seconds for r in art.records},
+                      "iree_side_python_s": sum(r.seconds for r in art.records
+                                                if r.build.value == "iree" and r.name != "iree-compile")}))
 """)
 
 STEPS = ("process_s", "import_torch_s", "import_lowerkit_s", "compile_s", "first_call_s")
+# parts of the compile: lowerkit's garbage collections, its wait for the host-CPU question, and
+# its own Python stages in IREE's build (the first of which loads what IREE's Python needs)
+PARTS = ("gc_start_s", "gc_end_s", "host_cpu_wait_s", "iree_side_python_s")
 
 
 def one(tree: Path, env: dict) -> dict:
@@ -77,7 +99,11 @@ def one(tree: Path, env: dict) -> dict:
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{tree}: the probe failed:\n{done.stderr[-3000:]}")
-    return {"process_s": wall, **json.loads(done.stdout.strip().splitlines()[-1])}
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    collections = found.get("collections_s") or []
+    found["gc_start_s"] = collections[0] if collections else 0.0
+    found["gc_end_s"] = collections[-1] if len(collections) > 1 else 0.0
+    return {"process_s": wall, **found}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,21 +126,21 @@ def main(argv: list[str] | None = None) -> int:
         commit = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"],
                                 capture_output=True, text=True).stdout.strip() or None
         rows.append({"tree": str(tree), "commit": commit, "runs": runs,
-                     "median": {k: statistics.median(r[k] for r in runs) for k in STEPS},
+                     "median": {k: statistics.median(r[k] for r in runs) for k in (*STEPS, *PARTS)},
                      "matches_eager": all(r["matches_eager"] for r in runs),
                      "site_modules": runs[-1]["site_modules"],
                      "site_modules_with_bytecode": runs[-1]["site_modules_with_bytecode"],
                      "dont_write_bytecode": runs[-1]["dont_write_bytecode"]})
     table = Table(title=f"a fresh process: import, compile ResNet-18, first call "
                         f"(medians of {args.rounds}, interleaved)")
-    for col in ("checkout", "modules with bytecode", *STEPS, "matches eager"):
+    for col in ("checkout", "modules with bytecode", *STEPS, *PARTS, "matches eager"):
         table.add_column(col, justify="left" if col == "checkout" else "right")
     for row in rows:
         table.add_row(f"{Path(row['tree']).name} at {(row['commit'] or '?')[:10]}",
                       f"{row['site_modules_with_bytecode']} of {row['site_modules']}",
-                      *(f"{row['median'][k]:.2f}" for k in STEPS),
+                      *(f"{row['median'][k]:.2f}" for k in (*STEPS, *PARTS)),
                       "yes" if row["matches_eager"] else "NO")
-    Console(width=150).print(table)
+    Console(width=220).print(table)
     if args.json:
         record = {"meta": run_metadata(), "rounds": args.rounds, "trees": rows}
         args.json.parent.mkdir(parents=True, exist_ok=True)
