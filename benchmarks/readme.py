@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import json
 import math
 import re
@@ -628,39 +629,28 @@ def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> st
 
 
 # -- fresh_process.py --json -----------------------------------------------------------------------
-def render_fresh_process(data: dict, path: str) -> str:
-    """One fresh process per checkout and round: imports, ResNet-18's compile and first call."""
-    lines = [f"| a fresh process, median of {data['rounds']} (interleaved) | site-packages modules "
-             "it imported with bytecode | whole process s | `import torch` s | ResNet-18 compile s "
-             "| first call s | matches eager |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+def render_fresh_process(data: dict, path: str, parts: bool = False) -> str:
+    """One fresh process per checkout and round: imports, ResNet-18's compile and first call;
+    with ``parts``, the parts of the compile that lowerkit controls instead of the imports."""
+    head = ("| ResNet-18 compile s | garbage collection at the start s | at the end s "
+            "| waiting for the host CPU s | lowerkit's Python stages in IREE's build s "
+            "| first call s |" if parts else
+            "| site-packages modules it imported with bytecode | whole process s "
+            "| `import torch` s | ResNet-18 compile s | first call s |")
+    lines = [f"| a fresh process, median of {data['rounds']} (interleaved) {head} matches eager |",
+             "| --- |" + " ---: |" * (head.count("|") - 1) + " --- |"]
     for row in data["trees"]:
         if not row["matches_eager"]:
             raise ResultError(f"{path}: {row['tree']} did not match eager")
         m = row["median"]
-        lines.append(f"| checkout at `{(row['commit'] or '?')[:10]}` | "
-                     f"{row['site_modules_with_bytecode']} of {row['site_modules']} | "
-                     f"{_seconds(m['process_s'])} | {_seconds(m['import_torch_s'])} | "
-                     f"{_seconds(m['compile_s'])} | {_num(m['first_call_s'])} | yes |")
+        cells = ([_seconds(m["compile_s"]), *(_num(m[k], 2) for k in (
+                     "gc_start_s", "gc_end_s", "host_cpu_wait_s", "iree_side_python_s"))]
+                 if parts else
+                 [f"{row['site_modules_with_bytecode']} of {row['site_modules']}",
+                  *(_seconds(m[k]) for k in ("process_s", "import_torch_s", "compile_s"))])
+        lines.append(f"| checkout at `{(row['commit'] or '?')[:10]}` | " + " | ".join(cells)
+                     + f" | {_num(m['first_call_s'])} | yes |")
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
-
-
-def render_fresh_process_parts(data: dict, path: str) -> str:
-    """The same, with the parts of the compile that lowerkit controls."""
-    lines = [f"| a fresh process, median of {data['rounds']} (interleaved) | ResNet-18 compile s "
-             "| garbage collection at the start s | at the end s | waiting for the host CPU s "
-             "| lowerkit's Python stages in IREE's build s | first call s | matches eager |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for row in data["trees"]:
-        if not row["matches_eager"]:
-            raise ResultError(f"{path}: {row['tree']} did not match eager")
-        m = row["median"]
-        lines.append(f"| checkout at `{(row['commit'] or '?')[:10]}` | {_seconds(m['compile_s'])} | "
-                     f"{_num(m['gc_start_s'], 2)} | {_num(m['gc_end_s'], 2)} | "
-                     f"{_num(m['host_cpu_wait_s'], 2)} | {_num(m['iree_side_python_s'], 2)} | "
-                     f"{_num(m['first_call_s'])} | yes |")
-    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
-
 
 # -- e2e_suite.py --json ---------------------------------------------------------------------------
 def render_e2e(data: dict, path: str) -> str:
@@ -1047,7 +1037,7 @@ BLOCKS: dict[str, Block] = {
         ("(two fresh clones, each after scripts/setup: at 3f3b297 and at e400900) "
          "OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fresh_process.py --tree BEFORE"
          " --tree AFTER --rounds 7 --json benchmarks/results/fresh-process-parts.json",),
-        render_fresh_process_parts),
+        functools.partial(render_fresh_process, parts=True)),
     "compile-cold-zen4-s62": Block(
         ("compile-cold-zen4-s62.json",),
         ("(in a fresh clone after scripts/setup) LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE "
