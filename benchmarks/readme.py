@@ -652,6 +652,30 @@ def render_fresh_process(data: dict, path: str, parts: bool = False) -> str:
                      + f" | {_num(m['first_call_s'])} | yes |")
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
+# -- real_ceiling.py --json ------------------------------------------------------------------------
+def render_real_ceiling(data: dict, path: str) -> str:
+    """The real-shape set's counted work against this host's measured fp32 peak: the most any
+    compiler could be ahead of eager on each program."""
+    peak = data["peak_gflops"]
+    lines = ["| program | GFLOP counted | ms at the peak | eager ms | lowerkit ms | eager, % of peak "
+             "| lowerkit, % of peak | most × eager at the peak |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["models"]:
+        lines.append(f"| {r['model']} | {_num(r['flops'] / 1e9)} | {_num(r['at_peak_ms'])} | "
+                     f"{_num(r['eager_ms'])} | {_num(r['lowerkit_ms'])} | "
+                     f"{_num(100 * r['eager_share_of_peak'], 2)} | "
+                     f"{_num(100 * r['lowerkit_share_of_peak'], 2)} | {_ratio(r['ceiling_vs_eager'])} |")
+    ceilings = [r["ceiling_vs_eager"] for r in data["models"]]
+    under = [r["model"] for r in data["models"] if r["ceiling_vs_eager"] < 2]
+    lines.append(f"| **geomean, {len(ceilings)} programs** | | | | | | | **{_ratio(geomean(ceilings))}** |")
+    return ("\n".join(lines) + f"\n\nMeasured fp32 peak: **{_num(peak)} GFLOP/s** (the better of "
+            + " and ".join(_num(p["gflops"]) for p in data["peaks"]) + " at the start and the end). "
+            + (f"Under 2× even at the peak: {', '.join(under)}." if under else
+               "Every program could reach 2× at the peak.")
+            + f" Times from `{Path(data['run']).name}` (commit `{(data.get('run_commit') or '?')[:10]}`)."
+            + "\n\n" + provenance(path, data["meta"]))
+
+
 # -- e2e_suite.py --json ---------------------------------------------------------------------------
 def render_e2e(data: dict, path: str) -> str:
     """torch-mlir's e2e suite through lowerkit: the counts by outcome and the errors by stage."""
@@ -1026,6 +1050,17 @@ BLOCKS: dict[str, Block] = {
          "compile_cold.py resnet18,resnet50 --repeats 5"
          " --json benchmarks/results/compile-cold-zen4-s61.json",),
         render_compile_cold),
+    "real-shapes-zen4-s62": Block(
+        ("real-shapes-zen4-s62.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --target cpu"
+         " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
+         " --json benchmarks/results/real-shapes-zen4-s62.json",),
+        render_real_shapes, torch_threads=2),
+    "real-ceiling-zen4": Block(
+        ("real-ceiling-zen4.json",),
+        (".venv/bin/python benchmarks/real_ceiling.py --run benchmarks/results/real-shapes-zen4-s62.json"
+         " --json benchmarks/results/real-ceiling-zen4.json",),
+        render_real_ceiling),
     "fresh-process": Block(
         ("fresh-process.json",),
         ("git clone REPO /tmp/before && (cd /tmp/before && git checkout 0eba029 && scripts/setup)"
