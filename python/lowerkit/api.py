@@ -111,8 +111,8 @@ def compile(
                            {"recipe": recipe, "weights": weights, "device": device,
                             "tuning": tuning.digest(target)})
 
-    # iree-compile's word on the host's CPU (the cache key's first need), asked now on another
-    # thread: the garbage collection opening a process's first compile runs while it comes
+    # iree-compile's word on the host's CPU (the cache key's first need), asked now: its child
+    # process runs while the garbage collection opening a process's first compile does
     prefetch_host_cpu([*Target.parse(target).flags, *iree_flags])
     with (tuning.forced_convolutions(convolutions) if convolutions is not None
           else contextlib.nullcontext()):

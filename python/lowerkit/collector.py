@@ -13,8 +13,9 @@ heap for 0.1 s and found nothing in a cold ResNet-18 compile), freezes what exis
 (``gc.freeze``: the collector skips it), and holds off full collections; the young
 generations are still collected as usual, so the compile's short-lived cycles go as soon as
 before. At the end it collects once, over the objects made since, and unfreezes: garbage the
-caller had left in the oldest generation waits for Python's next full collection. When the caller has turned the collector off, or frozen objects of
-its own, `held` leaves the collector alone: undoing its ``gc.freeze`` would not be ours to do.
+caller had left in the oldest generation waits for Python's next full collection. When the
+caller has turned the collector off, or frozen objects of its own, `held` leaves the collector
+alone: undoing its ``gc.freeze`` would not be ours to do.
 ``LOWERKIT_HOLD_COLLECTIONS=0`` leaves it alone always (to measure without the hold, or to rule
 it out).
 """
