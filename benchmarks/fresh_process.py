@@ -29,8 +29,6 @@ from rich.table import Table
 
 from lowerkit.tools.bench import run_metadata
 
-ROOT = Path(__file__).resolve().parent.parent
-
 PROBE = textwrap.dedent("""
     import time
     t0 = time.perf_counter()

@@ -652,6 +652,7 @@ def render_fresh_process(data: dict, path: str, parts: bool = False) -> str:
                      + f" | {_num(m['first_call_s'])} | yes |")
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
+
 # -- real_ceiling.py --json ------------------------------------------------------------------------
 def render_real_ceiling(data: dict, path: str) -> str:
     """The real-shape set's counted work against this host's measured fp32 peak: the most any
