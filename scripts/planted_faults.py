@@ -1710,6 +1710,21 @@ FAULTS = [
           "python/lowerkit/collector.py",
           "                gc.collect(1)  # the young generations: the oldest is frozen as it is\n",
           "                gc.collect()\n"),
+    Fault("collector-loading-not-held", "lowerkit's lazy imports let full collections run",
+          ["test/python/test_collector.py::test_a_first_compile_in_a_fresh_process_makes_no_full_collection_but_its_own"],
+          "python/lowerkit/__init__.py",
+          "        with collector.loading():\n            value = getattr(",
+          "        if True:\n            value = getattr("),
+    Fault("compile-held-late", "lowerkit.compile's hold begins only in compile_imported",
+          ["test/python/test_collector.py::test_a_first_compile_in_a_fresh_process_makes_no_full_collection_but_its_own"],
+          "python/lowerkit/api.py",
+          "@collector.held()  # from its start",
+          "# from its start"),
+    Fault("collector-loading-keeps-its-thresholds", "a compile begun while loading restores the load's thresholds",
+          ["test/python/test_collector.py::test_a_compile_begun_while_loading_takes_the_hold_over"],
+          "python/lowerkit/collector.py",
+          "            _thresholds = _loading_thresholds or gc.get_threshold()\n",
+          "            _thresholds = gc.get_threshold()\n"),
 ]
 
 

@@ -64,11 +64,16 @@ __all__ = sorted([*_EXPORTS, "registry"])
 
 
 def __getattr__(name: str):
+    # a first use loads the compile path: no full collections meanwhile (`collector.loading`;
+    # imported by name: ``from . import`` would ask this function for it first)
+    collector = importlib.import_module(f"{__name__}.collector")
     module = _EXPORTS.get(name)
     if module is not None:
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        with collector.loading():
+            value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     elif importlib.util.find_spec(f"{__name__}.{name}") is not None:  # lowerkit.registry, ...
-        value = importlib.import_module(f"{__name__}.{name}")
+        with collector.loading():
+            value = importlib.import_module(f"{__name__}.{name}")
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

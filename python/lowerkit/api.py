@@ -48,6 +48,7 @@ def default_weights(target: "str | Target") -> str:
     return "inline" if "vulkan" in Target.parse(target).runtime_drivers else "external"
 
 
+@collector.held()  # from its start: importing IREE's bindings below may set one off
 def compile(
     fn: Callable,
     args: Any = (),
@@ -112,7 +113,7 @@ def compile(
                             "tuning": tuning.digest(target)})
 
     # iree-compile's word on the host's CPU (the cache key's first need), asked now: its child
-    # process runs while the garbage collection opening a process's first compile does
+    # process runs while the program is traced
     prefetch_host_cpu([*Target.parse(target).flags, *iree_flags])
     with (tuning.forced_convolutions(convolutions) if convolutions is not None
           else contextlib.nullcontext()):

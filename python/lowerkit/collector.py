@@ -18,6 +18,14 @@ caller has turned the collector off, or frozen objects of its own, `held` leaves
 alone: undoing its ``gc.freeze`` would not be ours to do.
 ``LOWERKIT_HOLD_COLLECTIONS=0`` leaves it alone always (to measure without the hold, or to rule
 it out).
+
+`loading` holds full collections off, without freezing, while lowerkit loads a module on
+first use (``lowerkit.compile`` loads the compile path: sympy, torch_mlir, IREE's bindings)
+until the first compile has ended: the heap grows most in those imports, and a cold ResNet-18
+compile made one or two full collections there, 0.1 s each, before `held` began. Released
+with no compile begun, it collects the youngest generation only, so that the next hundreds of
+allocations (the call into `held`) cannot set off the full collection the loaded modules made
+due; Python makes it at its next chance after that.
 """
 
 from __future__ import annotations
@@ -35,6 +43,15 @@ _depth = 0  # nested and concurrent compiles: only the outermost holds and relea
 _holding = False
 _first_done = False  # the process's first compile has ended
 _thresholds = gc.get_threshold()
+_loading = 0  # nested and concurrent `loading` spans
+_loading_thresholds: tuple[int, ...] | None = None  # the caller's, while `loading` holds
+
+
+def _may_hold() -> bool:
+    """Whether the collector is ours to hold: on, unfrozen, not turned off by the caller."""
+    return (not _first_done and gc.isenabled() and gc.get_freeze_count() == 0
+            and gc.get_threshold()[0] > 0
+            and os.environ.get("LOWERKIT_HOLD_COLLECTIONS", "1") != "0")
 
 
 @contextlib.contextmanager
@@ -44,10 +61,8 @@ def held() -> Iterator[None]:
     global _depth, _holding, _first_done, _thresholds
     with _lock:
         if _depth == 0:
-            _thresholds = gc.get_threshold()
-            _holding = (not _first_done and gc.isenabled() and gc.get_freeze_count() == 0
-                        and _thresholds[0] > 0
-                        and os.environ.get("LOWERKIT_HOLD_COLLECTIONS", "1") != "0")
+            _thresholds = _loading_thresholds or gc.get_threshold()
+            _holding = _may_hold()
             if _holding:
                 gc.collect(1)  # the young generations: the oldest is frozen as it is
                 gc.freeze()
@@ -65,3 +80,28 @@ def held() -> Iterator[None]:
                     gc.set_threshold(*_thresholds)
                     gc.collect()  # the compile's own garbage: the frozen heap is not walked
                     gc.unfreeze()
+
+
+@contextlib.contextmanager
+def loading() -> Iterator[None]:
+    """Hold full collections off while a module loads, before the process's first compile
+    (see the module's docstring)."""
+    global _loading, _loading_thresholds
+    with _lock:
+        ours = _depth == 0 and (_loading > 0 or _may_hold())
+        if ours:
+            if _loading == 0:
+                _loading_thresholds = gc.get_threshold()
+                gc.set_threshold(*_loading_thresholds[:2], NO_FULL_COLLECTION)
+            _loading += 1
+    try:
+        yield
+    finally:
+        if ours:
+            with _lock:
+                _loading -= 1
+                if _loading == 0:
+                    if _depth == 0:  # no compile took the hold over: the caller's settings
+                        gc.set_threshold(*_loading_thresholds)
+                        gc.collect(0)
+                    _loading_thresholds = None

@@ -136,3 +136,82 @@ def test_nested_holds_release_once_at_the_outermost(no_automatic_collection):
         assert cycle.alive
     assert not cycle.alive
     assert gc.get_threshold() == thresholds and gc.get_freeze_count() == 0
+
+
+def test_loading_holds_full_collections_off_without_freezing(no_automatic_collection):
+    thresholds = gc.get_threshold()
+    with collector.loading():
+        assert gc.get_threshold() == (*thresholds[:2], collector.NO_FULL_COLLECTION)
+        assert gc.get_freeze_count() == 0
+        with collector.loading():  # nested loads release once, at the outermost
+            pass
+        assert gc.get_threshold()[2] == collector.NO_FULL_COLLECTION
+    assert gc.get_threshold() == thresholds
+    assert gc.get_count()[0] == 0  # the youngest generation collected: room before the next
+
+
+def test_a_compile_begun_while_loading_takes_the_hold_over(no_automatic_collection):
+    """A compile that starts inside a load (``lowerkit.compile`` loaded, then called) restores
+    the caller's thresholds at its end, not the load's."""
+    thresholds = gc.get_threshold()
+    with collector.loading():
+        with collector.held():
+            assert gc.get_threshold()[2] == collector.NO_FULL_COLLECTION
+            assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == thresholds
+    assert gc.get_threshold() == thresholds and gc.get_freeze_count() == 0
+
+
+def test_loading_after_the_first_compile_changes_nothing(no_automatic_collection):
+    with collector.held():
+        pass
+    thresholds = gc.get_threshold()
+    with collector.loading():
+        assert gc.get_threshold() == thresholds
+
+
+FIRST_COMPILE = """
+import gc, json, sys
+import torch, lowerkit
+
+full = []  # where each full collection began: lowerkit's own is in lowerkit/collector.py
+
+def watch(phase, info):
+    if phase == "start" and info["generation"] == 2:
+        frame, where = sys._getframe(1), []
+        while frame is not None:
+            where.append(f"{frame.f_code.co_filename}:{frame.f_lineno}")
+            frame = frame.f_back
+        full.append(where)
+
+model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8),
+                            torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.LazyLinear(4)).eval()
+x = torch.randn(1, 3, 8, 8)
+model(x)
+gc.callbacks.append(watch)
+art = lowerkit.compile(model, (x,), cache=False)
+gc.callbacks.remove(watch)
+torch.testing.assert_close(art(x), model(x), rtol=1e-4, atol=1e-4 * model(x).abs().max().item())
+print(json.dumps(full))
+"""
+
+
+def test_a_first_compile_in_a_fresh_process_makes_no_full_collection_but_its_own():
+    """From ``lowerkit.compile``'s first use: loading lowerkit's compile path (sympy, IREE's
+    bindings) set off one or two full collections of the whole heap (0.1 s each in a cold
+    ResNet-18 compile) before `collector.held` began."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "LOWERKIT_HOLD_COLLECTIONS"}
+    run = subprocess.run([sys.executable, "-c", FIRST_COMPILE], capture_output=True,
+                         text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    full = json.loads(run.stdout.strip().splitlines()[-1])
+    others = [where for where in full
+              if not any(f"lowerkit{os.sep}collector.py" in place for place in where)]
+    assert not others, "full collections outside lowerkit's own:\n" + "\n\n".join(
+        "\n".join(where[:12]) for where in others)
+    assert len(full) == 1, full  # the compile's own, at its end
