@@ -1696,7 +1696,7 @@ FAULTS = [
           "    from iree.compiler.dialects import tensor\n",
           "    from iree.compiler.dialects import linalg, tensor  # noqa: F401\n"),
     Fault("host-cpu-not-asked-ahead", "lowerkit.compile asks iree-compile for the host's CPU only when the cache key needs it, after the first compile's garbage collection",
-          ["test/python/test_cache.py::test_compile_asks_for_the_host_cpu_before_its_first_garbage_collection"],
+          ["test/python/test_cache.py::test_compile_asks_for_the_host_cpu_before_it_traces"],
           "python/lowerkit/api.py",
           "    prefetch_host_cpu([*Target.parse(target).flags, *iree_flags])\n",
           ""),

@@ -159,9 +159,9 @@ def test_a_host_cpu_asked_ahead_is_read_once_and_a_failure_asked_again(monkeypat
     assert asked.count(bad) == 2
 
 
-def test_compile_asks_for_the_host_cpu_before_its_first_garbage_collection(monkeypatch):
-    """`lowerkit.compile` starts the child before `compile_imported`, whose first act in a
-    process is a full garbage collection (`collector.held`): the child runs meanwhile."""
+def test_compile_asks_for_the_host_cpu_before_it_traces(monkeypatch):
+    """`lowerkit.compile` starts the child before `compile_imported` traces the program: the
+    child runs meanwhile, and the cache key reads its answer."""
     from lowerkit import api
     from lowerkit import target as target_module
 
