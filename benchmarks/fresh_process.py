@@ -56,9 +56,19 @@ PROBE = textwrap.dedent("""
         return wrapper
     gc.collect = timed(gc.collect, collections)
     target_module.resolve_host_cpu = timed(target_module.resolve_host_cpu, waits)
+    # every full collection in the compile, Python's own and lowerkit's, from its callbacks
+    full, began = [], []
+    def watch(phase, info):
+        if info["generation"] == 2:
+            if phase == "start":
+                began.append(time.perf_counter())
+            elif began:
+                full.append(time.perf_counter() - began.pop())
+    gc.callbacks.append(watch)
     t3 = time.perf_counter()
     art = lowerkit.compile(model, args, cache=False)
     t4 = time.perf_counter()
+    gc.callbacks.remove(watch)
     out = art(*args)
     t5 = time.perf_counter()
     with torch.no_grad():
@@ -79,6 +89,7 @@ PROBE = textwrap.dedent("""
                       "site_modules": imported, "site_modules_with_bytecode": with_bytecode,
                       "dont_write_bytecode": bool(sys.flags.dont_write_bytecode),
                       "collections_s": collections, "host_cpu_wait_s": sum(waits),
+                      "full_collections": len(full), "full_collections_s": sum(full),
                       "stages_s": {r.name: r.seconds for r in art.records},
                       "iree_side_python_s": sum(r.seconds for r in art.records
                                                 if r.build.value == "iree" and r.name != "iree-compile")}))
@@ -86,8 +97,10 @@ PROBE = textwrap.dedent("""
 
 STEPS = ("process_s", "import_torch_s", "import_lowerkit_s", "compile_s", "first_call_s")
 # parts of the compile: lowerkit's garbage collections, its wait for the host-CPU question, and
-# its own Python stages in IREE's build (the first of which loads what IREE's Python needs)
-PARTS = ("gc_start_s", "gc_end_s", "host_cpu_wait_s", "iree_side_python_s")
+# its own Python stages in IREE's build (the first of which loads what IREE's Python needs);
+# and every full collection in it, Python's own and lowerkit's (at the end), with their count
+PARTS = ("gc_start_s", "gc_end_s", "host_cpu_wait_s", "iree_side_python_s",
+         "full_collections", "full_collections_s")
 
 
 def one(tree: Path, env: dict) -> dict:

@@ -632,9 +632,13 @@ def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> st
 def render_fresh_process(data: dict, path: str, parts: bool = False) -> str:
     """One fresh process per checkout and round: imports, ResNet-18's compile and first call;
     with ``parts``, the parts of the compile that lowerkit controls instead of the imports."""
+    # full collections (every one in the compile, Python's and lowerkit's): runs from
+    # fresh_process.py since it counted them
+    full = parts and all("full_collections" in row["median"] for row in data["trees"])
     head = ("| ResNet-18 compile s | garbage collection at the start s | at the end s "
             "| waiting for the host CPU s | lowerkit's Python stages in IREE's build s "
-            "| first call s |" if parts else
+            + ("| full collections in the compile | their s " if full else "")
+            + "| first call s |" if parts else
             "| site-packages modules it imported with bytecode | whole process s "
             "| `import torch` s | ResNet-18 compile s | first call s |")
     lines = [f"| a fresh process, median of {data['rounds']} (interleaved) {head} matches eager |",
@@ -644,7 +648,9 @@ def render_fresh_process(data: dict, path: str, parts: bool = False) -> str:
             raise ResultError(f"{path}: {row['tree']} did not match eager")
         m = row["median"]
         cells = ([_seconds(m["compile_s"]), *(_num(m[k], 2) for k in (
-                     "gc_start_s", "gc_end_s", "host_cpu_wait_s", "iree_side_python_s"))]
+                     "gc_start_s", "gc_end_s", "host_cpu_wait_s", "iree_side_python_s")),
+                  *((f"{m['full_collections']:g}", _num(m["full_collections_s"], 2))
+                    if full else ())]
                  if parts else
                  [f"{row['site_modules_with_bytecode']} of {row['site_modules']}",
                   *(_seconds(m[k]) for k in ("process_s", "import_torch_s", "compile_s"))])
