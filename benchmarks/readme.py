@@ -1080,6 +1080,12 @@ BLOCKS: dict[str, Block] = {
          "OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fresh_process.py --tree BEFORE"
          " --tree AFTER --rounds 7 --json benchmarks/results/fresh-process-parts.json",),
         functools.partial(render_fresh_process, parts=True)),
+    "fresh-process-collections": Block(
+        ("fresh-process-collections.json",),
+        ("(two fresh clones, each after scripts/setup: at 4308cdb and at 1db3a61) "
+         "OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fresh_process.py --tree BEFORE"
+         " --tree AFTER --rounds 7 --json benchmarks/results/fresh-process-collections.json",),
+        functools.partial(render_fresh_process, parts=True)),
     "compile-cold-zen4-s62": Block(
         ("compile-cold-zen4-s62.json",),
         ("(in a fresh clone after scripts/setup) LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE "
