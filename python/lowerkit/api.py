@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import time
 from collections import Counter
 from pathlib import Path
@@ -27,6 +28,15 @@ from .stages.instrument import Instrument
 from .stages.pipeline import Pipeline
 from .stages.stage import StageRecord
 from .target import Target, llvmcpu_flags, prefetch_host_cpu, resolve_host_cpu
+
+# What every compile of a torch program loads (torch.export's tracer with Dynamo and AOT
+# Autograd, torch-mlir's FX importer, IREE's IR bindings), loaded with this module, under
+# `collector.loading` when ``lowerkit.compile`` is first used, rather than inside the first
+# compile: `collector.held` freezes what exists when a compile begins, so the collection that
+# ends the first compile walks only what the compile made (README, "Full collections").
+for _module in ("torch.export._trace", "torch_mlir.fx", "iree.compiler.ir"):
+    with contextlib.suppress(ImportError):  # a private module: loaded later if renamed
+        importlib.import_module(_module)
 
 DEFAULT_PIPELINE = "torch-to-linalg"
 
