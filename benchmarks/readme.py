@@ -1082,7 +1082,7 @@ BLOCKS: dict[str, Block] = {
         functools.partial(render_fresh_process, parts=True)),
     "fresh-process-collections": Block(
         ("fresh-process-collections.json",),
-        ("(two fresh clones, each after scripts/setup: at 4308cdb and at 1db3a61) "
+        ("(two fresh clones, each after scripts/setup: at 4308cdb and at 028e032) "
          "OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fresh_process.py --tree BEFORE"
          " --tree AFTER --rounds 7 --json benchmarks/results/fresh-process-collections.json",),
         functools.partial(render_fresh_process, parts=True)),
