@@ -1092,6 +1092,18 @@ BLOCKS: dict[str, Block] = {
          ".venv/bin/python benchmarks/compile_cold.py resnet18,resnet50 --repeats 5"
          " --json benchmarks/results/compile-cold-zen4-s62.json",),
         render_compile_cold),
+    "compile-cold-zen4-s63": Block(
+        ("compile-cold-zen4-s63.json",),
+        ("(in a fresh clone at 028e032 after scripts/setup) LOWERKIT_TUNING_DB=off "
+         "OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/compile_cold.py resnet18,resnet50"
+         " --repeats 5 --json benchmarks/results/compile-cold-zen4-s63.json",),
+        render_compile_cold),
+    "compile-cold-zen4-s63-again": Block(
+        ("compile-cold-zen4-s63-again.json",),
+        ("(the same clone, straight after) LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE "
+         ".venv/bin/python benchmarks/compile_cold.py resnet18,resnet50 --repeats 5"
+         " --json benchmarks/results/compile-cold-zen4-s63-again.json",),
+        render_compile_cold),
     "compile-cold-zen5": Block(
         ("compile-cold-zen5.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/"
