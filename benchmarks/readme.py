@@ -881,6 +881,29 @@ def render_ecosystem(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + " ".join(text) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- attention_loop.py --json -----------------------------------------------------------------------
+def render_attention_loop(data: dict, path: str) -> str:
+    """The attention dispatch's innermost loop, one step, by instruction kind."""
+    kinds = ("fused multiply-add", "lane shuffle, extract or insert", "broadcast",
+             "stack load or store", "max or min", "other vector arithmetic",
+             "vector load or store", "scalar and control")
+    lines = ["| case (4 heads, fp32) | a step: rows × keys | instructions | per score | "
+             "the matmuls' multiply-adds | " + " | ".join(kinds) + " | call ms |",
+             "| --- | ---: | ---: | ---: | ---: |" + " ---: |" * len(kinds) + " ---: |"]
+    for r in data["cases"]:
+        if not r["matches"]:
+            raise ResultError(f"{path}: {r['case']} did not match eager")
+        k = r["kinds"]
+        lines.append(f"| {r['case']} | {r['rows']} × {r['keys']} | {r['instructions']} | "
+                     f"{_num(r['instructions'] / (r['rows'] * r['keys']), 2)} | {r['matmul_fmas']} | "
+                     + " | ".join(str(k.get(name, 0)) for name in kinds)
+                     + f" | {_num(r['call_ms'])} |")
+    return ("\n".join(lines) + "\n\nEvery case matches eager within 0.0001 of the output's "
+            "scale. Each step is read from the assembly iree-compile wrote for this host (`"
+            + "`, `".join(r["dispatch"] for r in data["cases"]) + "`).\n\n"
+            + provenance(path, data["meta"]))
+
+
 # -- attention.py --json ----------------------------------------------------------------------------
 def render_attention(data: dict, path: str) -> str:
     lines = ["| case (4 heads, fp32) | eager ms | torch.compile ms | lowerkit ms | × eager "
@@ -1298,6 +1321,11 @@ BLOCKS: dict[str, Block] = {
          " --tiles '64,4,32;64,2,32;32,1,32;16,2,32;32,2,16' --no-profile"
          " --json benchmarks/results/attention-tiles-zen3.json",),
         render_attention, torch_threads=2),
+    "attention-loop-zen4": Block(
+        ("attention-loop-zen4.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention_loop.py"
+         " --json benchmarks/results/attention-loop-zen4.json",),
+        render_attention_loop),
     "attention-tiles-zen4": Block(
         ("attention-tiles-zen4.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
