@@ -1730,6 +1730,16 @@ FAULTS = [
           "python/lowerkit/api.py",
           'for _module in ("torch.export._trace", "torch_mlir.fx", "iree.compiler.ir"):\n',
           "for _module in ():\n"),
+    Fault("attention-loop-outermost", "attention_loop.py counts the dispatch's largest loop, inner loops and all",
+          ["test/python/test_attention_loop.py::test_the_innermost_loop_of_the_attention_dispatch_is_counted"],
+          "benchmarks/attention_loop.py",
+          "             if not any(a < c and d <= b and (c, d) != (a, b) for c, d in loops)]\n",
+          "             if True]\n"),
+    Fault("attention-loop-spills-as-loads", "attention_loop.py counts a stack access by its mnemonic",
+          ["test/python/test_attention_loop.py::test_the_innermost_loop_of_the_attention_dispatch_is_counted"],
+          "benchmarks/attention_loop.py",
+          '        if pattern.search(instruction if kind == "stack load or store" else mnemonic):\n',
+          "        if pattern.search(mnemonic):\n"),
 ]
 
 
