@@ -3,7 +3,7 @@ loop of the attention dispatch in the machine code iree-compile generates for th
 instruction kind, against the two matmuls' multiply-adds that a step cannot do without.
 
     .venv/bin/python benchmarks/attention_loop.py --json benchmarks/results/attention-loop-zen4.json
-    .venv/bin/python benchmarks/attention_loop.py --cases d16-plain-1500,d64-plain-1504
+    .venv/bin/python benchmarks/attention_loop.py --cases d64-plain-1504 --tiles '32,2,32'
 
 Each case (`attention.py`'s names) is compiled by ``lowerkit.compile`` with
 ``--iree-hal-dump-executable-files-to``, checked against eager, and timed (median of
@@ -103,15 +103,22 @@ def _tiles(configured: str) -> tuple[int, int]:
     return int(rows.group(1)), int(keys.group(1))
 
 
-def one(name: str, calls: int) -> dict:
+def one(name: str, calls: int, tiles: tuple[int, int, int] | None = None) -> dict:
     import lowerkit
+    from lowerkit.passes import attention
     from lowerkit.target import Target, native_vector_bytes
 
     model, args, flops = case(name)
+    chosen = attention.cpu_tiles
+    if tiles is not None:  # every attention op at these tiles instead of `cpu_tiles`' choice
+        attention.cpu_tiles = lambda m, s, d, limit=0: tiles
     with tempfile.TemporaryDirectory(prefix="attention-loop-") as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        art = lowerkit.compile(model, args, cache=False,
-                               iree_flags=[f"--iree-hal-dump-executable-files-to={tmp}"])
+        try:
+            art = lowerkit.compile(model, args, cache=False,
+                                   iree_flags=[f"--iree-hal-dump-executable-files-to={tmp}"])
+        finally:
+            attention.cpu_tiles = chosen
         with torch.inference_mode():
             expected = model(*args)
         got = art(*args)
@@ -137,7 +144,7 @@ def one(name: str, calls: int) -> dict:
     head_dim = args[0].shape[-1]
     lanes = native_vector_bytes(Target.parse("cpu")) // 4
     needed = 2 * rows * keys * head_dim // lanes
-    return {"case": name, "dispatch": dispatch, "rows": rows, "keys": keys, "head_dim": head_dim,
+    return {"case": name, "tiles": list(tiles) if tiles else None, "dispatch": dispatch, "rows": rows, "keys": keys, "head_dim": head_dim,
             "lanes": lanes, "instructions": len(loop), "kinds": kinds, "matmul_fmas": needed,
             "call_ms": 1e3 * statistics.median(times), "gflops": flops / statistics.median(times) / 1e9,
             "error": error, "matches": bool(error <= TOLERANCE)}
@@ -147,16 +154,21 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default="d16-plain-1500,d64-plain-1504")
     p.add_argument("--calls", type=int, default=30)
+    p.add_argument("--tiles", default="",
+                   help="';'-separated R,r,k (rows a workgroup, rows a step, keys a step): each "
+                        "case again at each, after lowerkit's own")
     p.add_argument("--json", type=Path)
     a = p.parse_args(argv)
-    rows = [one(n, a.calls) for n in a.cases.split(",")]
+    tried = [tuple(int(v) for v in t.split(",")) for t in a.tiles.split(";") if t]
+    rows = [one(n, a.calls, t) for n in a.cases.split(",") for t in (None, *tried)]
     table = Table(title="the attention dispatch's innermost loop: one step")
     for col in ("case", "rows x keys", "instructions", "per score", "FMAs (matmuls need)",
                 "lane moves", "stack", "call ms", "matches eager"):
         table.add_column(col, justify="left" if col == "case" else "right")
     for r in rows:
         k = r["kinds"]
-        table.add_row(r["case"], f"{r['rows']} x {r['keys']}", str(r["instructions"]),
+        table.add_row(r["case"] + (f" at {','.join(map(str, r['tiles']))}" if r["tiles"] else ""),
+                      f"{r['rows']} x {r['keys']}", str(r["instructions"]),
                       f"{r['instructions'] / (r['rows'] * r['keys']):.1f}",
                       f"{k.get('fused multiply-add', 0)} ({r['matmul_fmas']})",
                       str(k.get("lane shuffle, extract or insert", 0)),

@@ -894,7 +894,8 @@ def render_attention_loop(data: dict, path: str) -> str:
         if not r["matches"]:
             raise ResultError(f"{path}: {r['case']} did not match eager")
         k = r["kinds"]
-        lines.append(f"| {r['case']} | {r['rows']} × {r['keys']} | {r['instructions']} | "
+        at = f" at tiles {','.join(map(str, r['tiles']))}" if r.get("tiles") else ""
+        lines.append(f"| {r['case']}{at} | {r['rows']} × {r['keys']} | {r['instructions']} | "
                      f"{_num(r['instructions'] / (r['rows'] * r['keys']), 2)} | {r['matmul_fmas']} | "
                      + " | ".join(str(k.get(name, 0)) for name in kinds)
                      + f" | {_num(r['call_ms'])} |")
