@@ -1325,7 +1325,7 @@ BLOCKS: dict[str, Block] = {
     "attention-loop-zen4": Block(
         ("attention-loop-zen4.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention_loop.py"
-         " --json benchmarks/results/attention-loop-zen4.json",),
+         " --tiles '32,2,32' --json benchmarks/results/attention-loop-zen4.json",),
         render_attention_loop),
     "attention-tiles-zen4": Block(
         ("attention-tiles-zen4.json",),
