@@ -58,7 +58,9 @@ def default_weights(target: "str | Target") -> str:
     return "inline" if "vulkan" in Target.parse(target).runtime_drivers else "external"
 
 
-@collector.held()  # from its start: importing IREE's bindings below may set one off
+# held from its start: the host-CPU question below imports IREE's bindings, which set off a
+# full collection when imported before the hold
+@collector.held()
 def compile(
     fn: Callable,
     args: Any = (),
