@@ -1716,7 +1716,7 @@ FAULTS = [
           "        with collector.loading():\n            value = getattr(",
           "        if True:\n            value = getattr("),
     Fault("compile-held-late", "lowerkit.compile's hold begins only in compile_imported",
-          ["test/python/test_collector.py::test_a_first_compile_in_a_fresh_process_makes_no_full_collection_but_its_own"],
+          ["test/python/test_collector.py::test_lowerkit_compile_is_held_from_its_first_line"],
           "python/lowerkit/api.py",
           "@collector.held()\ndef compile(",
           "def compile("),

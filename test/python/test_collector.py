@@ -225,3 +225,24 @@ def test_a_first_compile_in_a_fresh_process_makes_no_full_collection_but_its_own
              "torch_mlir.fx", "torch_mlir.extras.fx_importer", "iree.compiler.ir")
     late = [m for m in found["loaded_in_the_compile"] if m.startswith(heavy)]
     assert not late, f"loaded inside the first compile: {late}"
+
+
+def test_lowerkit_compile_is_held_from_its_first_line(no_automatic_collection, monkeypatch):
+    """The host-CPU question, `lowerkit.compile`'s first act, imports IREE's bindings when they
+    are not loaded yet: it runs inside the hold, not before it."""
+    from lowerkit import api
+
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def prefetch(flags):
+        seen.append((gc.get_threshold()[2], gc.get_freeze_count() > 0))
+        raise Stop
+
+    monkeypatch.setattr(api, "prefetch_host_cpu", prefetch)
+    with pytest.raises(Stop):
+        lowerkit.compile(lambda x: x + 1, (torch.randn(3),), cache=False)
+    assert seen == [(collector.NO_FULL_COLLECTION, True)]
+    assert gc.get_freeze_count() == 0 and gc.get_threshold()[2] != collector.NO_FULL_COLLECTION
