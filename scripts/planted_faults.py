@@ -1740,6 +1740,16 @@ FAULTS = [
           "benchmarks/attention_loop.py",
           '        if pattern.search(instruction if kind == "stack load or store" else mnemonic):\n',
           "        if pattern.search(mnemonic):\n"),
+    Fault("miscompiling-flag-passed-on", "a caller's iree-compile flag known to give NaN is passed on",
+          ["test/python/test_targets.py::test_a_flag_known_to_miscompile_is_refused_and_its_off_form_passes"],
+          "python/lowerkit/iree/compiler.py",
+          "    refuse_miscompiling_flags(extra_flags, target)\n",
+          ""),
+    Fault("miscompiling-flag-off-form-refused", "a miscompiling flag turned off explicitly is refused too",
+          ["test/python/test_targets.py::test_a_flag_known_to_miscompile_is_refused_and_its_off_form_passes"],
+          "python/lowerkit/iree/compiler.py",
+          '        if known is None or value.lower() in ("false", "0"):\n',
+          "        if known is None:\n"),
 ]
 
 

@@ -86,6 +86,8 @@ def compile(
     ``target`` may name several devices (``"cpu+vulkan"``); ``device`` picks the one to run on.
     ``cache``: the compile cache (`lowerkit.cache`; on by default, ``False`` turns it off, a
     folder or a `CompileCache` puts it elsewhere); dumps and instruments bypass it.
+    ``iree_flags``: more iree-compile flags, after lowerkit's own; one known to give wrong
+    answers with them on the installed IREE is refused (`compiler.MISCOMPILING_FLAGS`).
     ``verify``: every call also runs ``fn`` eagerly and raises `VerificationError` on a mismatch
     (``True``, ``{"tol": lowerkit.Tolerance(...)}`` or ``{"rtol": ..., "atol": ...}``;
     see `lowerkit.runtime.verify`).

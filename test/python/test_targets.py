@@ -172,3 +172,19 @@ def test_int64_on_the_portable_vulkan_target_is_a_clear_error(program):
     message = str(info.value)
     assert "no Int64" in message and "vulkan:rdna3" in message
     assert "test_targets.py" in message  # the user's line
+
+
+def test_a_flag_known_to_miscompile_is_refused_and_its_off_form_passes():
+    """With IREE 3.13 and lowerkit's CPU flags, fusing pads into their producers gave NaN in
+    both ResNets' outputs: a caller's flag that does so is refused, not passed on."""
+    from lowerkit.iree import compiler
+
+    flag = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-producer-ops"
+    x = torch.randn(3)
+    if not compiler._iree_version().startswith(compiler.MISCOMPILING_FLAGS[flag][0]):
+        pytest.skip("measured on another IREE")
+    for given in (flag, flag + "=true"):
+        with pytest.raises(lowerkit.TargetError, match="gives wrong answers.*not pass it on"):
+            lowerkit.compile(lambda x: x + 1, (x,), cache=False, iree_flags=[given])
+    art = lowerkit.compile(lambda x: x + 1, (x,), cache=False, iree_flags=[flag + "=false"])
+    torch.testing.assert_close(art(x), x + 1)

@@ -9,6 +9,7 @@ histograms). A dump asks for both and for the files to be kept.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..diagnostics import Diagnostic, source_location
-from ..errors import StageError, UnsupportedError
+from ..errors import StageError, TargetError, UnsupportedError
 from ..ir import CHECK_MARK, to_bytecode
 from ..reproducer import save_reproducer, tool
 from ..target import CPU_OP_CONFIG_FLAGS, CPU_SPEED_FLAGS, Target
@@ -72,6 +73,42 @@ def common_flags(target: Target) -> tuple[str, ...]:
 
 
 SYSTEM_LINKING_FLAG = "--iree-llvmcpu-link-embedded=false"
+
+# iree-compile flags that compile and then give wrong answers together with lowerkit's own
+# flags: flag -> (iree-base-compiler versions, backend, what was seen). A caller's flag here is
+# refused on those versions and that backend, not passed on: nothing after the compile would
+# notice (a call returns the wrong numbers) unless the caller checks against eager.
+MISCOMPILING_FLAGS = {
+    "--iree-dispatch-creation-enable-fuse-padding-into-linalg-producer-ops": (
+        "3.13.", "llvm-cpu", "NaN in the outputs of ResNet-18 and ResNet-50 (torchvision's, "
+        "random weights), where the same compile without it matches eager"),
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _iree_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("iree-base-compiler")
+    except PackageNotFoundError:
+        return ""
+
+
+def refuse_miscompiling_flags(flags: "list[str] | tuple[str, ...]", target: Target) -> None:
+    """Raise `TargetError` for a flag of `MISCOMPILING_FLAGS` turned on, on the IREE version
+    and backend it gave wrong answers with."""
+    for flag in flags:
+        name, _, value = flag.partition("=")
+        known = MISCOMPILING_FLAGS.get(name)
+        if known is None or value.lower() in ("false", "0"):
+            continue
+        versions, backend, seen = known
+        if _iree_version().startswith(versions) and backend in target.backend.split("+"):
+            raise TargetError(
+                f"stage 'iree-compile': the flag {name} gives wrong answers with "
+                f"iree-base-compiler {_iree_version()} on {backend} ({seen}); lowerkit does "
+                "not pass it on")
 
 
 def _needs_system_linking(stderr: str, cmd: list[str]) -> bool:
@@ -226,6 +263,7 @@ def compile_to_vmfb(
     (a tree of files). ``debug_info`` prints the phases with their locations (a dump's
     graphs name layers after them).
     """
+    refuse_miscompiling_flags(extra_flags, target)
     rungs = ladder(target.compile_flags())
     if last_rung is not None:  # the caller has another way down than the ladder's next rungs
         rungs = rungs[:last_rung + 1]
