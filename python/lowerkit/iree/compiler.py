@@ -80,7 +80,7 @@ SYSTEM_LINKING_FLAG = "--iree-llvmcpu-link-embedded=false"
 # notice (a call returns the wrong numbers) unless the caller checks against eager.
 MISCOMPILING_FLAGS = {
     "--iree-dispatch-creation-enable-fuse-padding-into-linalg-producer-ops": (
-        "3.13.", "llvm-cpu", "NaN in the outputs of ResNet-18 and ResNet-50 (torchvision's, "
+        "3.13.", "llvm-cpu", "NaN in the outputs of ResNet-18 and ResNet-50 (lowerkit's zoo, "
         "random weights), where the same compile without it matches eager"),
 }
 
