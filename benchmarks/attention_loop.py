@@ -130,9 +130,9 @@ def one(name: str, calls: int, tiles: tuple[int, int, int] | None = None) -> dic
             start = time.perf_counter()
             art(*args)
             times.append(time.perf_counter() - start)
-        configured = next(Path(p).read_text() for p in sorted(glob.glob(f"{tmp}/configured_*.mlir"))
-                          if "iree_linalg_ext.attention" in Path(p).read_text()
-                          or "online_attention" in Path(p).read_text())
+        configured = next(text for text in (Path(p).read_text() for p in
+                                            sorted(glob.glob(f"{tmp}/configured_*.mlir")))
+                          if "iree_linalg_ext.attention" in text or "online_attention" in text)
         asm = Path(glob.glob(f"{tmp}/*_linked_*.s")[0]).read_text().splitlines()
     dispatch, body = _function(asm, "attention")
     loop = innermost_loop(body)

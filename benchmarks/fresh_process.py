@@ -46,15 +46,18 @@ PROBE = textwrap.dedent("""
     import gc
     import lowerkit.target as target_module
     collections, waits = [], []
-    def timed(fn, into):
+    def timed(fn, into, with_args=False):
         def wrapper(*a, **k):
             start = time.perf_counter()
             try:
                 return fn(*a, **k)
             finally:
-                into.append(time.perf_counter() - start)
+                seconds = time.perf_counter() - start
+                into.append([list(a), seconds] if with_args else seconds)
         return wrapper
-    gc.collect = timed(gc.collect, collections)
+    # each with its arguments: a generation-0 collection is `collector.loading`'s, not the
+    # compile's opening one
+    gc.collect = timed(gc.collect, collections, with_args=True)
     target_module.resolve_host_cpu = timed(target_module.resolve_host_cpu, waits)
     # every full collection in the compile, Python's own and lowerkit's, from its callbacks
     full, began = [], []
@@ -111,9 +114,11 @@ def one(tree: Path, env: dict) -> dict:
     if done.returncode != 0:
         raise SystemExit(f"{tree}: the probe failed:\n{done.stderr[-3000:]}")
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    collections = found.get("collections_s") or []
-    found["gc_start_s"] = collections[0] if collections else 0.0
-    found["gc_end_s"] = collections[-1] if len(collections) > 1 else 0.0
+    # [arguments, seconds] per explicit collection: the compile opens with its first of a
+    # generation above 0 (a load's own, generation 0, comes before it) and ends with its last
+    collections = [c for c in found.get("collections_s") or [] if c[0] != [0]]
+    found["gc_start_s"] = collections[0][1] if collections else 0.0
+    found["gc_end_s"] = collections[-1][1] if len(collections) > 1 else 0.0
     return {"process_s": wall, **found}
 
 

@@ -185,8 +185,8 @@ def resolve_host_cpu(cpu_flags: tuple[str, ...] = _DEFAULT_CPU_FLAGS) -> dict:
 def prefetch_host_cpu(flags: Iterable[str]) -> None:
     """Start iree-compile's child process for `resolve_host_cpu` now, if ``flags`` name the
     ``host`` CPU: a compile's cache key needs the answer first thing, and the child runs
-    meanwhile (`lowerkit.compile` starts it before the garbage collection that opens a
-    process's first compile). Its answer is read when asked for."""
+    meanwhile (`lowerkit.compile` starts it before it traces the program). Its answer is read
+    when asked for."""
     cpu_flags = host_dependent_cpu_flags(flags)
     with _HOST_CPUS_LOCK:
         if cpu_flags and cpu_flags not in _HOST_CPUS and cpu_flags not in _ASKED:
