@@ -1750,6 +1750,16 @@ FAULTS = [
           "python/lowerkit/iree/compiler.py",
           '        if known is None or value.lower() in ("false", "0"):\n',
           "        if known is None:\n"),
+    Fault("conv-phases-never", "a strided convolution over few channels goes data-tiled whole, not by phases",
+          ["test/python/test_decompositions.py::test_a_strided_convolution_over_few_channels_goes_data_tiled_by_phases"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    if c >= PHASE_MAX_CHANNELS:\n",
+          "    if c >= 0:\n"),
+    Fault("conv-phases-filter-transposed", "the phased filter's row and column phases are swapped",
+          ["test/python/test_decompositions.py::test_a_strided_convolution_over_few_channels_goes_data_tiled_by_phases"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    wk = wk.reshape(o, c, folded[0], sh, folded[1], sw).permute(0, 1, 3, 5, 2, 4)\n",
+          "    wk = wk.reshape(o, c, folded[0], sh, folded[1], sw).permute(0, 1, 5, 3, 2, 4)\n"),
 ]
 
 

@@ -202,6 +202,69 @@ def test_whole_1d_convolutions_become_2d_ones_of_unit_height():
         assert_matches(got, expected)
 
 
+PHASED = [  # (convolution, input shape): strided dense ones over fewer than 16 channels
+    (torch.nn.Conv2d(3, 16, 7, 2, 3), (2, 3, 33, 30)),  # ResNet's stem: batch 2, odd sizes
+    (torch.nn.Conv2d(3, 24, 16, 16, bias=False), (1, 3, 64, 48)),  # ViT's patches: a 1x1 after
+    (torch.nn.Conv2d(5, 8, (3, 2), (2, 3), (1, 0)), (1, 5, 13, 17)),  # mixed strides
+    (torch.nn.Conv2d(12, 8, 2, 2), (1, 12, 9, 9)),  # the last row and column read by no window
+]
+
+
+def _linalg_convs(fn, args, strategy) -> list[tuple[str, int]]:
+    """Each ``linalg.conv_2d_nchw_fchw`` in the program lowered with dense convolutions sent
+    ``strategy``'s way for the CPU: (its strides, its input's channels)."""
+    import re
+
+    from lowerkit import tuning
+
+    with tuning.forced_convolutions(strategy), tuning.applied("cpu"):
+        imported = lowerkit.import_program(fn, args)
+    text = str(lowerkit.resolve_pipeline(None).run(imported.module).module)
+    return [(m.group(1), int(m.group(2))) for m in re.finditer(
+        r"linalg\.conv_2d_nchw_fchw \{[^}]*strides = dense<([^>]*)>[^}]*\} "
+        r"ins\(%[^:]*: tensor<\d+x(\d+)x", text)]
+
+
+@pytest.mark.parametrize("conv,shape", PHASED, ids=["stem", "patches", "mixed", "cropped"])
+def test_a_strided_convolution_over_few_channels_goes_data_tiled_by_phases(conv, shape):
+    """Data-tiled whole, a strided convolution over few channels is the stride-1 one over its
+    input's phases (`decompositions._conv_by_phases`): IREE's data-tiled form read a kernel
+    tap's few channels at a time (ResNet's stem: 7.7 ms against 2.8 by phases on a Zen 4,
+    benchmarks/conv_phases.py). Eager's answer, also for another checkpoint bound to the same
+    code (the phased filter is made from the weights on the host); the rule leaves the
+    input's channels as they are."""
+    from lowerkit import tuning
+
+    torch.manual_seed(0)
+    conv = conv.eval()
+    x = torch.randn(*shape)
+    sh, sw = conv.stride
+    assert _linalg_convs(conv, (x,), tuning.DATA_TILED) == [("1", shape[1] * sh * sw)]
+    # the rule: whole (im2col) or per tap, never over the phases' channels
+    assert all(c == shape[1] for _, c in _linalg_convs(conv, (x,), tuning.RULE))
+    art = lowerkit.compile(conv, (x,), cache=False, convolutions=tuning.DATA_TILED)
+    with torch.no_grad():
+        expected = conv(x)
+    got = art(x)
+    assert got.shape == expected.shape
+    assert_matches(got, expected)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in conv.parameters():
+            p.copy_(torch.randn_like(p))
+        art.bind_weights(conv)
+        assert_matches(art(x), conv(x))
+
+
+def test_strided_convolutions_over_many_channels_and_unstrided_ones_keep_their_form():
+    """By phases only below `PHASE_MAX_CHANNELS` input channels, and only strided."""
+    from lowerkit import tuning
+
+    wide, flat = torch.nn.Conv2d(16, 8, 3, 2, 1), torch.nn.Conv2d(3, 8, 3, 1, 1)
+    assert _linalg_convs(wide, (torch.randn(1, 16, 12, 12),), tuning.DATA_TILED) == [("2", 16)]
+    assert _linalg_convs(flat, (torch.randn(1, 3, 12, 12),), tuning.DATA_TILED) == [("1", 3)]
+
+
 @pytest.mark.parametrize("conv,shape,conv_op", [
     (torch.nn.Conv2d(3, 8, 3, 1, 1), (1, 3, 8, 8), "linalg.conv_2d_nchw_fchw"),  # few channels
     # depthwise with 25 taps: more than the per-tap form takes

@@ -30,6 +30,11 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   `taps_pay` is the rule, and a choice measured on this CPU by ``lowerkit tune``
   (`lowerkit.tuning`) replaces it for that shape.
 
+* strided ``convolution`` (2-D, ``groups=1``, fewer than 16 input channels, float32), where
+  dense convolutions go whole to IREE's data tiling: the stride-1 convolution over the input's
+  phases (`_conv_by_phases`; ResNet's RGB stem, ViT's patches). IREE's data-tiled form reads a
+  kernel tap's few channels at a time.
+
 * ``scaled_dot_product_attention``: kept whole (`_sdpa`), the opposite of a decomposition:
   torch's math form materialises the ``[heads, L, L]`` scores (issue 22: 48x slower than eager
   at 4 heads x 1500), IREE's attention op never writes them out.
@@ -383,6 +388,60 @@ def _conv3d_by_depth(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, p
 
 _CONV_WHOLE = _KeptWhole()  # on while a decomposition calls the convolution it keeps whole
 
+# A strided dense 2-D convolution over fewer input channels than this, sent whole to IREE's
+# data tiling (DATA_TILED), goes by phases (`_conv_by_phases`). Measured on a Zen 4 host
+# (benchmarks/conv_phases.py, README "Strided convolutions over few channels"): by phases was
+# faster at every shape over 3 to 12 channels (ResNet's stem, ViT-B/16's patches, a patchify,
+# 3x3 stride-2 ones), by 2.7x on the stem; over 16 channels the two tied.
+PHASE_MAX_CHANNELS = 16
+
+
+def _conv_by_phases(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,
+                    dilation: Any, transposed: bool, groups: int) -> Any:
+    """A strided dense 2-D convolution over few channels as the stride-1 one it equals over
+    the input's phases (space to depth): IREE 3.13's data-tiled convolution reads ``C_in``
+    values per kernel tap and its input packing does not vectorise over so few, where the
+    phases give each tap ``C_in x s_h x s_w`` of them. The padded input, split by position
+    modulo the stride, is ``[N, C*s_h*s_w, H/s_h, W/s_w]``; the filter, zero-padded to a
+    multiple of the stride, is split the same way (with the weights as parameters, on the host
+    at bind time: `lowerkit.derived_weights`). The zero taps add work: (8/7)^2 for a 7x7
+    stride-2 kernel, none for patches (kernel = stride). Only where dense convolutions go whole
+    to data tiling, which is where it was measured (`PHASE_MAX_CHANNELS`)."""
+    if (transposed or groups != 1 or x.dim() != 4 or x.dtype != torch.float32
+            or w.dtype != torch.float32 or not _static(x) or not _static(w)
+            or not tuning.dense_convolutions_whole()):
+        return NotImplemented
+    stride, padding, dilation = (list(v) * (2 if len(v) == 1 else 1)
+                                 for v in (stride, padding, dilation))
+    if (len(stride) != 2 or len(padding) != 2 or len(dilation) != 2
+            or any(d != 1 for d in dilation) or all(s == 1 for s in stride)):
+        return NotImplemented
+    n, c, o = x.shape[0], x.shape[1], w.shape[0]
+    if c >= PHASE_MAX_CHANNELS:
+        return NotImplemented
+    kernel = list(w.shape[2:])
+    out = [(x.shape[2 + i] + 2 * padding[i] - kernel[i]) // stride[i] + 1 for i in range(2)]
+    if any(v <= 0 for v in out):
+        return NotImplemented
+    folded = [-(-k // s) for k, s in zip(kernel, stride)]  # taps per phase, each dim
+    # the padded input every output reads, in whole strides: [pad, input, pad or crop]
+    sizes = [s * (v + q - 1) for s, v, q in zip(stride, out, folded)]
+    for i in range(2):
+        after = sizes[i] - padding[i] - x.shape[2 + i]
+        if after < 0:  # rows past the last window (a stride that does not divide the size)
+            x = x.narrow(2 + i, 0, x.shape[2 + i] + after)
+    x = torch.nn.functional.pad(x, [padding[1], sizes[1] - padding[1] - x.shape[3],
+                                    padding[0], sizes[0] - padding[0] - x.shape[2]])
+    sh, sw = stride
+    phases = x.reshape(n, c, sizes[0] // sh, sh, sizes[1] // sw, sw).permute(0, 1, 3, 5, 2, 4)
+    phases = phases.reshape(n, c * sh * sw, sizes[0] // sh, sizes[1] // sw)
+    wk = torch.nn.functional.pad(w, [0, folded[1] * sw - kernel[1], 0, folded[0] * sh - kernel[0]])
+    wk = wk.reshape(o, c, folded[0], sh, folded[1], sw).permute(0, 1, 3, 5, 2, 4)
+    wk = wk.reshape(o, c * sh * sw, *folded)
+    with _CONV_WHOLE.calling():
+        return aten.convolution.default(phases, wk, bias, [1, 1], [0, 0], [1, 1], False,
+                                        [0, 0], 1)
+
 
 def _conv1d_unit_height(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any,
                         padding: Any, dilation: Any, groups: int) -> Any:
@@ -450,7 +509,8 @@ def _plain(value: Any) -> Any:
 def _convolution(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,
                  dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Any:
     """``aten.convolution``: 3-D ones by kernel depth, 1-D and 2-D ones per tap; a dense 1-D
-    one that stays whole as a 2-D one of unit height."""
+    one that stays whole as a 2-D one of unit height; a strided 2-D one over few channels
+    that goes whole to data tiling by phases."""
     if _CONV_WHOLE.on:
         return NotImplemented
     if x.dim() == 3 and not transposed:
@@ -467,6 +527,9 @@ def _convolution(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, paddi
         if len(stride) != 3 or len(padding) != 3 or len(dilation) != 3:
             return NotImplemented
         return _conv3d_by_depth(x, w, bias, stride, padding, dilation, groups)
+    y = _conv_by_phases(x, w, bias, stride, padding, dilation, transposed, groups)
+    if y is not NotImplemented:
+        return y
     return _conv_taps(x, w, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 

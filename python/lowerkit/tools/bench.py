@@ -122,6 +122,17 @@ def run_metadata(command: str | None = None) -> dict:
     }
 
 
+def write_results(path: str, payload: dict) -> None:
+    """A benchmark's stored run: ``payload`` (its numbers beside `run_metadata`'s ``meta``) as
+    indented JSON, with the load average at the end of the run (``load_after``), which the
+    start's in ``meta`` does not tell."""
+    import json
+
+    with open(path, "w") as f:
+        json.dump({**payload, "load_after": os.getloadavg()[0]}, f, indent=1)
+        f.write("\n")
+
+
 def _tuning_in_use() -> dict | None:
     """The tuned choices this host's compiles read (`lowerkit.tuning`), if any: they change
     what is timed."""

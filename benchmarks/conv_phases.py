@@ -1,0 +1,144 @@
+"""Strided convolutions over few channels, data-tiled whole against by phases (issues 19, 22).
+
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_phases.py --json benchmarks/results/conv-phases.json
+    .venv/bin/python benchmarks/conv_phases.py --no-shapes --models resnet18   # one model, no file
+
+Where dense 2-D convolutions go whole to IREE's data tiling (lowerkit's choice on an AVX-512
+CPU for a dense convolution net), a strided one over fewer than
+`lowerkit.ingress.decompositions.PHASE_MAX_CHANNELS` input channels is imported as the stride-1
+convolution over its input's phases (``by phases``, `decompositions._conv_by_phases`) rather
+than as it is (``whole``). Each shape is a convolution and a ReLU, batch 1, float32, compiled
+both ways with ``convolutions="data-tiled"``; each model is compiled both ways with lowerkit's
+own choice of strategy. Calls are timed interleaved with eager and torch.compile, medians of
+rounds; iree-compile's seconds and the dispatch count are reported for each form.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import time
+import warnings
+
+# (label, C_in, C_out, H = W, kernel, stride, padding): ResNet's stem, ViT-B/16's and a
+# ConvNeXt-style patchify, and a 3x3 stride-2 convolution over 3 to 16 channels
+SHAPES = [
+    ("7x7 /2, 3→64 @224 (ResNet stem)", 3, 64, 224, 7, 2, 3),
+    ("16x16 /16, 3→768 @224 (ViT-B/16 patches)", 3, 768, 224, 16, 16, 0),
+    ("4x4 /4, 3→96 @224 (patchify)", 3, 96, 224, 4, 4, 0),
+    ("3x3 /2, 3→32 @224", 3, 32, 224, 3, 2, 1),
+    ("3x3 /2, 8→32 @112", 8, 32, 112, 3, 2, 1),
+    ("3x3 /2, 12→48 @112", 12, 48, 112, 3, 2, 1),
+    ("3x3 /2, 16→32 @112 (not by phases)", 16, 32, 112, 3, 2, 1),
+]
+MODELS = ("resnet18", "resnet50")
+FORMS = ("whole", "by phases")
+
+
+@contextlib.contextmanager
+def _phases(on: bool):
+    """The import's phases form on, or off for every shape (no channel count is below 0)."""
+    from lowerkit.ingress import decompositions
+
+    keep = decompositions.PHASE_MAX_CHANNELS
+    decompositions.PHASE_MAX_CHANNELS = keep if on else 0
+    try:
+        yield
+    finally:
+        decompositions.PHASE_MAX_CHANNELS = keep
+
+
+class _ConvReLU:
+    """A convolution and a ReLU (built lazily: torch is imported in `main`)."""
+
+    def __new__(cls, c: int, o: int, k: int, s: int, p: int):
+        import torch
+
+        return torch.nn.Sequential(torch.nn.Conv2d(c, o, k, s, p), torch.nn.ReLU()).eval()
+
+
+def bench(label: str, model, args, rounds: int, convolutions: str | None) -> dict:
+    import torch
+
+    import lowerkit
+    from lowerkit.runtime.numerics import compare
+    from lowerkit.tools.tune import time_interleaved
+
+    arts, compile_s, iree_s = {}, {}, {}
+    for form in FORMS:
+        with _phases(form == "by phases"):
+            start = time.perf_counter()
+            arts[form] = lowerkit.compile(model, args, cache=False, convolutions=convolutions)
+            compile_s[form] = time.perf_counter() - start
+        iree_s[form] = sum(r.seconds for r in arts[form].records if r.name == "iree-compile")
+    inductor = torch.compile(model)
+    with torch.inference_mode():
+        want = model(*args)
+        inductor(*args)
+        checks = {f: compare(a(*args), want) for f, a in arts.items()}
+        samples = time_interleaved({"eager": lambda: model(*args),
+                                    "torch.compile": lambda: inductor(*args),
+                                    **{f: (lambda a=a: a(*args)) for f, a in arts.items()}},
+                                   rounds)
+    return {"name": label, "ms": {k: statistics.median(v) for k, v in samples.items()},
+            "compile_s": compile_s, "iree_compile_s": iree_s,
+            "error_over_scale": {f: c.max_rel_error for f, c in checks.items()},
+            "matches_eager": all(c.ok for c in checks.values()),
+            "convolutions": {f: (a.compile_stats or {}).get("convolutions") for f, a in arts.items()},
+            "dispatches": {f: (a.compile_stats or {}).get("dispatches") for f, a in arts.items()}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--models", default=",".join(MODELS), help="zoo models")
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--json", metavar="FILE")
+    opts = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    import lowerkit
+    from lowerkit.tools.bench import run_metadata, write_results
+    from lowerkit.zoo import ZOO
+
+    torch.set_num_threads(2)
+    meta = run_metadata()
+    lowerkit.compile(torch.nn.Linear(4, 4), (torch.randn(1, 4),), cache=False)  # warm
+    rows = []
+    console = Console(width=170)
+    if opts.shapes:
+        for label, c, o, size, k, s, p in SHAPES:
+            torch.manual_seed(0)
+            with console.status(label):
+                rows.append({**bench(label, _ConvReLU(c, o, k, s, p),
+                                     (torch.randn(1, c, size, size),), opts.rounds, "data-tiled"),
+                             "kind": "shape", "c_in": c})
+    for name in filter(None, opts.models.split(",")):
+        model, args, _ = ZOO[name].make()
+        with console.status(name):
+            rows.append({**bench(name, model, args, opts.rounds, None), "kind": "model"})
+    table = Table(title="ms a call (median)")
+    for col in ("", "eager", "torch.compile", *FORMS, "whole / by phases",
+                "iree-compile s whole / by phases", "dispatches", "matches eager"):
+        table.add_column(col)
+    for r in rows:
+        ms = r["ms"]
+        table.add_row(r["name"], *(f"{ms[k]:.3f}" for k in ("eager", "torch.compile", *FORMS)),
+                      f"{ms['whole'] / ms['by phases']:.2f}",
+                      " / ".join(f"{r['iree_compile_s'][f]:.2f}" for f in FORMS),
+                      " / ".join(str(r["dispatches"][f]) for f in FORMS),
+                      str(r["matches_eager"]))
+    console.print(table)
+    if opts.json:
+        write_results(opts.json, {"meta": meta, "rounds": opts.rounds, "rows": rows})
+        print(f"wrote {opts.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
