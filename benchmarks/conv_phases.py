@@ -8,8 +8,8 @@ CPU for a dense convolution net), a strided one over fewer than
 `lowerkit.ingress.decompositions.PHASE_MAX_CHANNELS` input channels is imported as the stride-1
 convolution over its input's phases (``by phases``, `decompositions._conv_by_phases`) rather
 than as it is (``whole``). Each shape is a convolution and a ReLU, batch 1, float32, compiled
-both ways with ``convolutions="data-tiled"``; each model is compiled both ways with lowerkit's
-own choice of strategy. Calls are timed interleaved with eager and torch.compile, medians of
+both ways with ``convolutions="data-tiled"``, whichever lowerkit would pick; each model is
+compiled with lowerkit's own choices and with no convolution by phases. Calls are timed interleaved with eager and torch.compile, medians of
 rounds; iree-compile's seconds and the dispatch count are reported for each form.
 """
 
@@ -22,27 +22,31 @@ import time
 import warnings
 
 # (label, C_in, C_out, H = W, kernel, stride, padding): ResNet's stem, ViT-B/16's and a
-# ConvNeXt-style patchify, and a 3x3 stride-2 convolution over 3 to 16 channels
+# ConvNeXt-style patchify, and 3x3 stride-2 convolutions over 3 to 16 channels (both forms are
+# timed whatever lowerkit picks: the "lowerkit's" column says which it picks)
 SHAPES = [
     ("7x7 /2, 3→64 @224 (ResNet stem)", 3, 64, 224, 7, 2, 3),
     ("16x16 /16, 3→768 @224 (ViT-B/16 patches)", 3, 768, 224, 16, 16, 0),
     ("4x4 /4, 3→96 @224 (patchify)", 3, 96, 224, 4, 4, 0),
     ("3x3 /2, 3→32 @224", 3, 32, 224, 3, 2, 1),
+    ("3x3 /2, 4→32 @112", 4, 32, 112, 3, 2, 1),
     ("3x3 /2, 8→32 @112", 8, 32, 112, 3, 2, 1),
+    ("3x3 /2, 8→64 @224", 8, 64, 224, 3, 2, 1),
     ("3x3 /2, 12→48 @112", 12, 48, 112, 3, 2, 1),
-    ("3x3 /2, 16→32 @112 (not by phases)", 16, 32, 112, 3, 2, 1),
+    ("3x3 /2, 16→32 @112", 16, 32, 112, 3, 2, 1),
 ]
 MODELS = ("resnet18", "resnet50")
 FORMS = ("whole", "by phases")
 
 
 @contextlib.contextmanager
-def _phases(on: bool):
-    """The import's phases form on, or off for every shape (no channel count is below 0)."""
+def _phases(on: bool | None):
+    """The import's phases form for every eligible shape (True), for none (False), or where
+    lowerkit picks it (None: below `PHASE_MAX_CHANNELS`)."""
     from lowerkit.ingress import decompositions
 
     keep = decompositions.PHASE_MAX_CHANNELS
-    decompositions.PHASE_MAX_CHANNELS = keep if on else 0
+    decompositions.PHASE_MAX_CHANNELS = keep if on is None else 1 << 30 if on else 0
     try:
         yield
     finally:
@@ -58,7 +62,10 @@ class _ConvReLU:
         return torch.nn.Sequential(torch.nn.Conv2d(c, o, k, s, p), torch.nn.ReLU()).eval()
 
 
-def bench(label: str, model, args, rounds: int, convolutions: str | None) -> dict:
+def bench(label: str, model, args, rounds: int, convolutions: str | None,
+          forced: bool = True) -> dict:
+    """Both forms of ``model`` (every eligible convolution by phases, or none; with ``forced``
+    False, lowerkit's pick against none), timed interleaved with eager and torch.compile."""
     import torch
 
     import lowerkit
@@ -67,7 +74,7 @@ def bench(label: str, model, args, rounds: int, convolutions: str | None) -> dic
 
     arts, compile_s, iree_s = {}, {}, {}
     for form in FORMS:
-        with _phases(form == "by phases"):
+        with _phases(form == "by phases" if forced or form == "whole" else None):
             start = time.perf_counter()
             arts[form] = lowerkit.compile(model, args, cache=False, convolutions=convolutions)
             compile_s[form] = time.perf_counter() - start
@@ -103,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     import lowerkit
+    from lowerkit.ingress.decompositions import PHASE_MAX_CHANNELS
     from lowerkit.tools.bench import run_metadata, write_results
     from lowerkit.zoo import ZOO
 
@@ -117,19 +125,21 @@ def main(argv: list[str] | None = None) -> int:
             with console.status(label):
                 rows.append({**bench(label, _ConvReLU(c, o, k, s, p),
                                      (torch.randn(1, c, size, size),), opts.rounds, "data-tiled"),
-                             "kind": "shape", "c_in": c})
+                             "kind": "shape", "c_in": c,
+                             "lowerkits": "by phases" if c < PHASE_MAX_CHANNELS else "whole"})
     for name in filter(None, opts.models.split(",")):
         model, args, _ = ZOO[name].make()
         with console.status(name):
-            rows.append({**bench(name, model, args, opts.rounds, None), "kind": "model"})
+            rows.append({**bench(name, model, args, opts.rounds, None, forced=False),
+                         "kind": "model", "lowerkits": "by phases"})
     table = Table(title="ms a call (median)")
-    for col in ("", "eager", "torch.compile", *FORMS, "whole / by phases",
+    for col in ("", "eager", "torch.compile", *FORMS, "whole / by phases", "lowerkit's",
                 "iree-compile s whole / by phases", "dispatches", "matches eager"):
         table.add_column(col)
     for r in rows:
         ms = r["ms"]
         table.add_row(r["name"], *(f"{ms[k]:.3f}" for k in ("eager", "torch.compile", *FORMS)),
-                      f"{ms['whole'] / ms['by phases']:.2f}",
+                      f"{ms['whole'] / ms['by phases']:.2f}", r["lowerkits"],
                       " / ".join(f"{r['iree_compile_s'][f]:.2f}" for f in FORMS),
                       " / ".join(str(r["dispatches"][f]) for f in FORMS),
                       str(r["matches_eager"]))

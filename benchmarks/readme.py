@@ -610,6 +610,29 @@ def render_depthwise(data: dict, path: str) -> str:
             f"the run.\n\n{provenance(path, data['meta'])}")
 
 
+# -- conv_phases.py --json -------------------------------------------------------------------------
+def render_conv_phases(data: dict, path: str) -> str:
+    """Each shape and model: eager, torch.compile, data-tiled whole and by phases."""
+    lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | eager | torch.compile "
+             "| whole | by phases | whole / by phases | eager / by phases | lowerkit's form "
+             "| iree-compile s: whole / by phases | dispatches | error / scale |",
+             "| --- |" + " ---: |" * 6 + " --- |" + " ---: |" * 3]
+    for r in data["rows"]:
+        if not r["matches_eager"]:
+            raise ResultError(f"{path}: {r['name']} did not match eager")
+        ms, cs, d = r["ms"], r["iree_compile_s"], r["dispatches"]
+        name = r["name"] if r["kind"] == "shape" else f"**{r['name']}**"
+        lines.append(f"| {name} | " + " | ".join(_num(ms[k]) for k in (
+            "eager", "torch.compile", "whole", "by phases"))
+            + f" | {_ratio(ms['whole'] / ms['by phases'])}"
+            f" | {_ratio(ms['eager'] / ms['by phases'])} | {r['lowerkits']}"
+            f" | {_seconds(cs['whole'])} / {_seconds(cs['by phases'])}"
+            f" | {d['whole']} / {d['by phases']}"
+            f" | {_num(max(r['error_over_scale'].values()), 2)} |")
+    return (("\n".join(lines)) + f"\n\nLoad average {_num(data['load_after'], 2)} at the end of "
+            f"the run.\n\n{provenance(path, data['meta'])}")
+
+
 # -- tool_startup.py --json ------------------------------------------------------------------------
 def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> str:
     """``lowerkit-opt`` per call and the lit suite, in another tree (``before``) and this one."""
@@ -1359,6 +1382,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/depthwise.py"
          " --json benchmarks/results/depthwise.json",),
         render_depthwise, torch_threads=2),
+    "conv-phases": Block(
+        ("conv-phases.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_phases.py"
+         " --json benchmarks/results/conv-phases.json",),
+        render_conv_phases, torch_threads=2),
     "real-shapes": Block(
         ("real-shapes.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"

@@ -469,6 +469,13 @@ def dense_convolutions_whole() -> bool:
     return (_active.choices or {}).get(CONVOLUTIONS) == DATA_TILED
 
 
+def dense_convolutions_data_tiled() -> bool:
+    """Whether this import sends dense 2-D convolutions whole (DATA_TILED) to a CPU with
+    512-bit vectors, where IREE 3.13 data-tiles them (for other CPUs it compiles them as
+    direct convolutions): asked by the decompositions' forms measured there."""
+    return dense_convolutions_whole() and data_tiling_pays(_active.target)
+
+
 def gpu_import() -> bool:
     """Whether the import running on this thread is for a target with a GPU device (inside
     `applied`); an import outside a compile is taken as for the CPU."""

@@ -30,7 +30,7 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   `taps_pay` is the rule, and a choice measured on this CPU by ``lowerkit tune``
   (`lowerkit.tuning`) replaces it for that shape.
 
-* strided ``convolution`` (2-D, ``groups=1``, fewer than 16 input channels, float32), where
+* strided ``convolution`` (2-D, ``groups=1``, fewer than 8 input channels, float32), where
   dense convolutions go whole to IREE's data tiling: the stride-1 convolution over the input's
   phases (`_conv_by_phases`; ResNet's RGB stem, ViT's patches). IREE's data-tiled form reads a
   kernel tap's few channels at a time.
@@ -390,23 +390,26 @@ _CONV_WHOLE = _KeptWhole()  # on while a decomposition calls the convolution it 
 
 # A strided dense 2-D convolution over fewer input channels than this, sent whole to IREE's
 # data tiling (DATA_TILED), goes by phases (`_conv_by_phases`). Measured on a Zen 4 host
-# (benchmarks/conv_phases.py, README "Strided convolutions over few channels"): by phases was
-# faster at every shape over 3 to 12 channels (ResNet's stem, ViT-B/16's patches, a patchify,
-# 3x3 stride-2 ones), by 2.7x on the stem; over 16 channels the two tied.
-PHASE_MAX_CHANNELS = 16
+# (benchmarks/conv_phases.py, README "Strided convolutions over few channels"): over 3 or 4
+# channels by phases was faster at every shape (ResNet's stem, ViT-B/16's patches, a
+# patchify, 3x3 stride-2 ones); over 8 a 3x3 stride-2 one was as often slower as faster, and
+# over 12 and 16 slower: its phases' filter is 16/9 of the work.
+PHASE_MAX_CHANNELS = 8
 
 
 def _conv_by_phases(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,
                     dilation: Any, transposed: bool, groups: int) -> Any:
     """A strided dense 2-D convolution over few channels as the stride-1 one it equals over
-    the input's phases (space to depth): IREE 3.13's data-tiled convolution reads ``C_in``
-    values per kernel tap and its input packing does not vectorise over so few, where the
-    phases give each tap ``C_in x s_h x s_w`` of them. The padded input, split by position
-    modulo the stride, is ``[N, C*s_h*s_w, H/s_h, W/s_w]``; the filter, zero-padded to a
-    multiple of the stride, is split the same way (with the weights as parameters, on the host
-    at bind time: `lowerkit.derived_weights`). The zero taps add work: (8/7)^2 for a 7x7
-    stride-2 kernel, none for patches (kernel = stride). Only where dense convolutions go whole
-    to data tiling, which is where it was measured (`PHASE_MAX_CHANNELS`)."""
+    the input's phases (space to depth). IREE 3.13's data-tiled form of such a convolution is
+    slow: in ResNet-50's call (`lowerkit profile`) the RGB stem was the slowest dispatch, and
+    the packing of its input beside it took a third as long again; over the phases each
+    kernel tap reads ``C_in x s_h x s_w`` channels. The padded input, split by position modulo
+    the stride, is ``[N, C*s_h*s_w, H/s_h, W/s_w]``; the filter, zero-padded to a multiple of
+    the stride, is split the same way (with the weights as parameters, on the host at bind
+    time: `lowerkit.derived_weights`). The zero taps add work: (8/7)^2 for a 7x7 stride-2
+    kernel, none for patches (kernel = stride). Only where dense convolutions go whole to data
+    tiling on a CPU with 512-bit vectors, which is where it was measured
+    (`PHASE_MAX_CHANNELS`)."""
     if (transposed or groups != 1 or x.dim() != 4 or x.dtype != torch.float32
             or w.dtype != torch.float32 or not _static(x) or not _static(w)
             or not tuning.dense_convolutions_whole()):
@@ -417,7 +420,7 @@ def _conv_by_phases(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, pa
             or any(d != 1 for d in dilation) or all(s == 1 for s in stride)):
         return NotImplemented
     n, c, o = x.shape[0], x.shape[1], w.shape[0]
-    if c >= PHASE_MAX_CHANNELS:
+    if c >= PHASE_MAX_CHANNELS or not tuning.dense_convolutions_data_tiled():
         return NotImplemented
     kernel = list(w.shape[2:])
     out = [(x.shape[2 + i] + 2 * padding[i] - kernel[i]) // stride[i] + 1 for i in range(2)]
