@@ -79,6 +79,7 @@ def bench(label: str, model, args, rounds: int, convolutions: str | None,
             arts[form] = lowerkit.compile(model, args, cache=False, convolutions=convolutions)
             compile_s[form] = time.perf_counter() - start
         iree_s[form] = sum(r.seconds for r in arts[form].records if r.name == "iree-compile")
+    torch._dynamo.reset()  # each shape is another nn.Sequential: past 8, Dynamo would run eager
     inductor = torch.compile(model)
     with torch.inference_mode():
         want = model(*args)

@@ -69,6 +69,7 @@ def bench(label: str, model, args, rounds: int) -> dict:
             start = time.perf_counter()
             arts[form] = lowerkit.compile(model, args, cache=False)
             compile_s[form] = time.perf_counter() - start
+    torch._dynamo.reset()  # each shape is another Conv2d: past 8, Dynamo would run eager
     inductor = torch.compile(model)
     with torch.inference_mode():
         want = model(*args)
