@@ -1770,6 +1770,11 @@ FAULTS = [
           "python/lowerkit/ingress/decompositions.py",
           "    if c >= PHASE_MAX_CHANNELS or not tuning.dense_convolutions_data_tiled():\n",
           "    if c > PHASE_MAX_CHANNELS or not tuning.dense_convolutions_data_tiled():\n"),
+    Fault("conv-phases-never-in-torch-compile", "torch.compile's graphs keep a strided RGB convolution whole",
+          ["test/python/test_backend.py::test_a_strided_convolution_over_rgb_goes_by_phases_through_torch_compile"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    y = _conv_by_phases(x, w, bias, stride, padding, dilation, transposed, groups)\n",
+          "    y = NotImplemented\n"),
 ]
 
 

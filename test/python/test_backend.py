@@ -244,6 +244,33 @@ def test_convolutions_option(strategy):
         torch.compile(net, backend="lowerkit", options={"convolutions": "winograd"})(x)
 
 
+def test_a_strided_convolution_over_rgb_goes_by_phases_through_torch_compile():
+    """aot_autograd's trace decomposes as `lowerkit.compile`'s import does: data-tiled for a
+    CPU with AVX-512, a 7x7 stride-2 convolution over RGB is the stride-1 one over its
+    input's 12 phase channels (its filter, derived on the host, is 4x4x12 in IREE's layout),
+    and matches eager, also after an in-place change to its weight."""
+    torch._dynamo.reset()
+    backend.reset()
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 7, 2, 3), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 3, 32, 30)
+    compiled = torch.compile(net, backend="lowerkit", options={
+        "convolutions": "data-tiled", "strict": True, "cache": False})
+    with torch.inference_mode():
+        check = compare(compiled(x), net(x))
+    assert check.ok, check.message
+    (record,) = backend.graphs()
+    assert record.ran == "lowerkit"
+    shapes = {tuple(p.shape) for p in record.artifact.parameters}
+    phased = tuning.data_tiling_pays("cpu")
+    assert ((4, 4, 12, 16) in shapes) == phased and ((7, 7, 3, 16) in shapes) != phased, shapes
+    with torch.no_grad():
+        net[0].weight.mul_(-0.5)
+    with torch.inference_mode():
+        check = compare(compiled(x), net(x))
+    assert check.ok, check.message
+
+
 def test_lowerkits_own_convolution_choice_applies_to_torch_compile_graphs():
     """An inference graph of a dense convolution net is data-tiled as `lowerkit.compile` would
     (`tuning.choose_convolutions`, on a host with AVX-512); ``convolutions="rule"`` keeps the
