@@ -1110,6 +1110,12 @@ BLOCKS: dict[str, Block] = {
          " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
          " --json benchmarks/results/real-shapes-zen4-s62.json",),
         render_real_shapes, torch_threads=2),
+    "real-shapes-zen4-s64": Block(
+        ("real-shapes-zen4-s64.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --target cpu"
+         " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
+         " --json benchmarks/results/real-shapes-zen4-s64.json",),
+        render_real_shapes, torch_threads=2),
     "real-ceiling-zen4": Block(
         ("real-ceiling-zen4.json",),
         (".venv/bin/python benchmarks/real_ceiling.py --run benchmarks/results/real-shapes-zen4-s62.json"
@@ -1144,6 +1150,17 @@ BLOCKS: dict[str, Block] = {
         ("(in a fresh clone at 028e032 after scripts/setup) LOWERKIT_TUNING_DB=off "
          "OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/compile_cold.py resnet18,resnet50"
          " --repeats 5 --json benchmarks/results/compile-cold-zen4-s63.json",),
+        render_compile_cold),
+    "compile-cold-zen4-s64": Block(
+        ("compile-cold-zen4-s64.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/compile_cold.py"
+         " resnet18,resnet50 --repeats 7 --json benchmarks/results/compile-cold-zen4-s64.json",),
+        render_compile_cold),
+    "compile-cold-zen4-s64-again": Block(
+        ("compile-cold-zen4-s64-again.json",),
+        ("(straight after, one commit later: a test) LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE"
+         " .venv/bin/python benchmarks/compile_cold.py resnet18,resnet50 --repeats 7"
+         " --json benchmarks/results/compile-cold-zen4-s64-again.json",),
         render_compile_cold),
     "compile-cold-zen4-s63-again": Block(
         ("compile-cold-zen4-s63-again.json",),
