@@ -36,8 +36,6 @@ artifact`` is issue 18's ratio with the built-in modules' guards skipped.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import time
 import warnings
@@ -146,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from lowerkit.tools.bench import run_metadata
+    from lowerkit.tools.bench import run_metadata, write_results
     from lowerkit.zoo import ZOO
 
     torch.set_num_threads(opts.threads)
@@ -177,10 +175,8 @@ def main(argv: list[str] | None = None) -> int:
                               for c in columns))
     Console(width=200).print(table)
     if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump({"meta": meta, "rounds": opts.rounds, "calls": opts.calls,
-                       "load_after": os.getloadavg()[0], "models": rows}, f, indent=1)
-            f.write("\n")
+        write_results(opts.json, {"meta": meta, "rounds": opts.rounds, "calls": opts.calls,
+                                  "models": rows})
         print(f"wrote {opts.json}")
     return 0
 

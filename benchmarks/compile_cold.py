@@ -104,10 +104,9 @@ def each_model(names: str, doing: str, bench) -> tuple[dict, list[dict], "object
 def store(path: str, meta: dict, rows: list[dict], **settings) -> None:
     """The run for benchmarks/readme.py: provenance, the script's settings, the load average
     at the end and every model's row."""
-    with open(path, "w") as f:
-        json.dump({"meta": meta, **settings, "load_after": os.getloadavg()[0], "models": rows},
-                  f, indent=1)
-        f.write("\n")
+    from lowerkit.tools.bench import write_results
+
+    write_results(path, {"meta": meta, **settings, "models": rows})
     print(f"wrote {path}")
 
 

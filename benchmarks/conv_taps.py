@@ -16,8 +16,6 @@ convolution per tap and with the rule, with compile seconds, dispatch counts and
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import time
 import warnings
@@ -127,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     import lowerkit
-    from lowerkit.tools.bench import run_metadata
+    from lowerkit.tools.bench import run_metadata, write_results
 
     torch.set_num_threads(2)
     meta = run_metadata()
@@ -148,11 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         print(r["model"], {k: round(v, 2) for k, v in r["ms"].items()}, "compile s",
               {k: round(v, 1) for k, v in r["compile_s"].items()}, "dispatches", r["dispatches"])
     if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump({"meta": meta, "rounds": opts.rounds, "calls": opts.calls,
-                       "load_after": os.getloadavg()[0], "shapes": shapes, "models": models},
-                      f, indent=1)
-            f.write("\n")
+        write_results(opts.json, {"meta": meta, "rounds": opts.rounds, "calls": opts.calls,
+                                  "shapes": shapes, "models": models})
         print(f"wrote {opts.json}")
     return 0
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import os
 import statistics
 import time
 import warnings
@@ -37,8 +35,8 @@ def _depthwise_whole(on: bool):
 
     keep = decompositions.taps_pay
     if on:
-        decompositions.taps_pay = lambda x, w, stride, groups=1: (
-            False if groups != 1 else keep(x, w, stride, groups))
+        decompositions.taps_pay = lambda x, w, stride, groups=1, positions=None: (
+            False if groups != 1 else keep(x, w, stride, groups, positions))
     try:
         yield
     finally:
@@ -98,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from lowerkit.tools.bench import run_metadata
+    from lowerkit.tools.bench import run_metadata, write_results
 
     torch.set_num_threads(2)
     meta = run_metadata()
@@ -128,10 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                       str(r["matches_eager"]))
     console.print(table)
     if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump({"meta": meta, "rounds": opts.rounds, "load_after": os.getloadavg()[0],
-                       "rows": rows}, f, indent=1)
-            f.write("\n")
+        write_results(opts.json, {"meta": meta, "rounds": opts.rounds, "rows": rows})
         print(f"wrote {opts.json}")
     return 0
 

@@ -18,7 +18,6 @@ Per model:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -98,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from lowerkit.tools.bench import run_metadata
+    from lowerkit.tools.bench import run_metadata, write_results
 
     torch.set_num_threads(2)
     meta = run_metadata()
@@ -120,10 +119,8 @@ def main(argv: list[str] | None = None) -> int:
                       str(r["choices"]), str(r["tune_s"]))
     console.print(table)
     if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump({"meta": meta, "rounds": opts.rounds, "tune_rounds": opts.tune_rounds,
-                       "load_after": os.getloadavg()[0], "models": rows}, f, indent=1)
-            f.write("\n")
+        write_results(opts.json, {"meta": meta, "rounds": opts.rounds,
+                                  "tune_rounds": opts.tune_rounds, "models": rows})
         print(f"wrote {opts.json}")
     return 0
 
