@@ -1,4 +1,5 @@
-"""Strided convolutions over few channels, data-tiled whole against by phases (issues 19, 22).
+"""Strided convolutions over few channels and strided max pooling, data-tiled: whole against
+by phases (issues 19, 22).
 
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_phases.py --json benchmarks/results/conv-phases.json
     .venv/bin/python benchmarks/conv_phases.py --no-shapes --models resnet18   # one model, no file
@@ -7,10 +8,12 @@ Where dense 2-D convolutions go whole to IREE's data tiling (lowerkit's choice o
 CPU for a dense convolution net), a strided one over fewer than
 `lowerkit.ingress.decompositions.PHASE_MAX_CHANNELS` input channels is imported as the stride-1
 convolution over its input's phases (``by phases``, `decompositions._conv_by_phases`) rather
-than as it is (``whole``). Each shape is a convolution and a ReLU, batch 1, float32, compiled
-both ways with ``convolutions="data-tiled"``, whichever lowerkit would pick; each model is
-compiled with lowerkit's own choices and with no convolution by phases. Calls are timed interleaved with eager and torch.compile, medians of
-rounds; iree-compile's seconds and the dispatch count are reported for each form.
+than as it is (``whole``), and a strided max pooling as the maximum of a window per tap over
+the phases (`decompositions._max_pool_by_phases`). Each convolution shape is a convolution
+and a ReLU, batch 1, float32, compiled both ways with ``convolutions="data-tiled"``, whichever
+lowerkit would pick; the pooling likewise. Each model is compiled with lowerkit's own choices
+and with nothing by phases. Calls are timed interleaved with eager and torch.compile, medians
+of rounds; iree-compile's seconds and the dispatch count are reported for each form.
 """
 
 from __future__ import annotations
@@ -35,22 +38,35 @@ SHAPES = [
     ("3x3 /2, 12→48 @112", 12, 48, 112, 3, 2, 1),
     ("3x3 /2, 16→32 @112", 16, 32, 112, 3, 2, 1),
 ]
+# (label, C, H = W, kernel, stride, padding): max pooling, data-tiled around it
+POOLS = [("max pool 3x3 /2, 64 @112 (ResNet)", 64, 112, 3, 2, 1)]
 MODELS = ("resnet18", "resnet50")
 FORMS = ("whole", "by phases")
 
 
 @contextlib.contextmanager
 def _phases(on: bool | None):
-    """The import's phases form for every eligible shape (True), for none (False), or where
-    lowerkit picks it (None: below `PHASE_MAX_CHANNELS`)."""
+    """The import's phases forms (convolutions and max pooling) for every eligible shape
+    (True), for none (False), or where lowerkit picks them (None: convolutions below
+    `PHASE_MAX_CHANNELS`, every strided max pooling)."""
     from lowerkit.ingress import decompositions
 
-    keep = decompositions.PHASE_MAX_CHANNELS
-    decompositions.PHASE_MAX_CHANNELS = keep if on is None else 1 << 30 if on else 0
+    keep = decompositions.PHASE_MAX_CHANNELS, decompositions.POOL_BY_PHASES
+    decompositions.PHASE_MAX_CHANNELS = keep[0] if on is None else 1 << 30 if on else 0
+    decompositions.POOL_BY_PHASES = keep[1] if on is None else on
     try:
         yield
     finally:
-        decompositions.PHASE_MAX_CHANNELS = keep
+        decompositions.PHASE_MAX_CHANNELS, decompositions.POOL_BY_PHASES = keep
+
+
+class _MaxPool:
+    """ResNet's max pooling after its stem (built lazily: torch is imported in `main`)."""
+
+    def __new__(cls, k: int, s: int, p: int):
+        import torch
+
+        return torch.nn.MaxPool2d(k, s, p).eval()
 
 
 class _ConvReLU:
@@ -128,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
                                      (torch.randn(1, c, size, size),), opts.rounds, "data-tiled"),
                              "kind": "shape", "c_in": c,
                              "lowerkits": "by phases" if c < PHASE_MAX_CHANNELS else "whole"})
+        for label, c, size, k, s, p in POOLS:
+            torch.manual_seed(0)
+            with console.status(label):
+                rows.append({**bench(label, _MaxPool(k, s, p),
+                                     (torch.randn(1, c, size, size),), opts.rounds, "data-tiled"),
+                             "kind": "shape", "c_in": c, "lowerkits": "by phases"})
     for name in filter(None, opts.models.split(",")):
         model, args, _ = ZOO[name].make()
         with console.status(name):

@@ -1775,6 +1775,21 @@ FAULTS = [
           "python/lowerkit/ingress/decompositions.py",
           "    y = _conv_by_phases(x, w, bias, stride, padding, dilation, transposed, groups)\n",
           "    y = NotImplemented\n"),
+    Fault("pool-phases-never", "a strided max pooling between data-tiled convolutions is kept whole",
+          ["test/python/test_decompositions.py::test_a_strided_max_pooling_goes_by_phases_where_convolutions_are_data_tiled"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    if (not POOL_BY_PHASES or x.dim() != 4",
+          "    if (True or x.dim() != 4"),
+    Fault("pool-phases-taps-transposed", "each pooling tap reads the phase of the other dim's position",
+          ["test/python/test_decompositions.py::test_a_strided_max_pooling_goes_by_phases_where_convolutions_are_data_tiled"],
+          "python/lowerkit/ingress/decompositions.py",
+          "            window = phases[:, :, ky % sh, kx % sw, ky // sh:ky // sh + out[0],\n",
+          "            window = phases[:, :, kx % sw, ky % sh, ky // sh:ky // sh + out[0],\n"),
+    Fault("pool-phases-zero-padded", "max pooling's phases are padded with zeros, not -inf",
+          ["test/python/test_decompositions.py::test_a_strided_max_pooling_goes_by_phases_where_convolutions_are_data_tiled"],
+          "python/lowerkit/ingress/decompositions.py",
+          "    phases = _phase_split(x, kernel, strides, pads, out, value=-math.inf)\n",
+          "    phases = _phase_split(x, kernel, strides, pads, out)\n"),
 ]
 
 

@@ -210,16 +210,22 @@ PHASED = [  # (convolution, input shape): strided dense ones over fewer than 8 c
 ]
 
 
+def _lowered(fn, args, strategy, target="cpu") -> str:
+    """The program lowered to linalg with dense convolutions sent ``strategy``'s way for
+    ``target``."""
+    from lowerkit import tuning
+
+    with tuning.forced_convolutions(strategy), tuning.applied(target):
+        imported = lowerkit.import_program(fn, args)
+    return str(lowerkit.resolve_pipeline(None).run(imported.module).module)
+
+
 def _linalg_convs(fn, args, strategy, target="cpu") -> list[tuple[str, int]]:
     """Each ``linalg.conv_2d_nchw_fchw`` in the program lowered with dense convolutions sent
     ``strategy``'s way for ``target``: (its strides, its input's channels)."""
     import re
 
-    from lowerkit import tuning
-
-    with tuning.forced_convolutions(strategy), tuning.applied(target):
-        imported = lowerkit.import_program(fn, args)
-    text = str(lowerkit.resolve_pipeline(None).run(imported.module).module)
+    text = _lowered(fn, args, strategy, target)
     return [(m.group(1), int(m.group(2))) for m in re.finditer(
         r"linalg\.conv_2d_nchw_fchw \{[^}]*strides = dense<([^>]*)>[^}]*\} "
         r"ins\(%[^:]*: tensor<\d+x(\d+)x", text)]
@@ -267,6 +273,34 @@ def test_strided_convolutions_over_many_channels_and_unstrided_ones_keep_their_f
     stem, x = torch.nn.Conv2d(3, 8, 7, 2, 3), torch.randn(1, 3, 16, 16)
     assert _linalg_convs(stem, (x,), tuning.DATA_TILED, "cpu:znver4") == [("1", 12)]
     assert _linalg_convs(stem, (x,), tuning.DATA_TILED, "cpu:x86-64-v3") == [("2", 3)]
+
+
+POOLS = [  # (max pooling, input shape): strided 2-D ones, values only
+    (torch.nn.MaxPool2d(3, 2, 1), (2, 8, 17, 16)),  # ResNet's: batch 2, odd and even sizes
+    (torch.nn.MaxPool2d((3, 2), (2, 3), (1, 0)), (1, 4, 13, 17)),  # mixed strides and kernel
+    (torch.nn.MaxPool2d(2), (1, 4, 9, 9)),  # the last row and column in no window
+]
+
+
+@pytest.mark.parametrize("pool,shape", POOLS, ids=["resnet", "mixed", "cropped"])
+def test_a_strided_max_pooling_goes_by_phases_where_convolutions_are_data_tiled(pool, shape):
+    """Between convolutions data-tiled channels-last, a strided max pooling is the maximum of
+    one unit-stride window per tap over the input's phases (`decompositions._max_pool_by_phases`:
+    ResNet-18's pooling kept whole was the fourth slowest dispatch of its call). Eager's
+    answer with NaN, inf and -inf in the input; the rule, and a CPU without 512-bit vectors,
+    keep torch-mlir's pooling op."""
+    from lowerkit import tuning
+
+    torch.manual_seed(0)
+    x = _special(torch.randn(*shape))
+    assert "linalg.pooling_nchw_max" not in _lowered(pool, (x,), tuning.DATA_TILED, "cpu:znver4")
+    assert "linalg.pooling_nchw_max" in _lowered(pool, (x,), tuning.RULE)
+    assert "linalg.pooling_nchw_max" in _lowered(pool, (x,), tuning.DATA_TILED, "cpu:x86-64-v3")
+    art = lowerkit.compile(pool, (x,), cache=False, convolutions=tuning.DATA_TILED)
+    expected = pool(x)
+    got = art(x)
+    assert got.shape == expected.shape
+    assert_matches(got, expected, EXACT)  # a maximum of the same values: exact
 
 
 @pytest.mark.parametrize("conv,shape,conv_op", [

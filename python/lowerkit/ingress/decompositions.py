@@ -33,7 +33,9 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
 * strided ``convolution`` (2-D, ``groups=1``, fewer than 8 input channels, float32), where
   dense convolutions go whole to IREE's data tiling: the stride-1 convolution over the input's
   phases (`_conv_by_phases`; ResNet's RGB stem, ViT's patches). IREE's data-tiled form reads a
-  kernel tap's few channels at a time.
+  kernel tap's few channels at a time. A strided 2-D ``max_pool2d`` there likewise: the
+  maximum of one unit-stride window per tap over the phases (`_max_pool_by_phases`), not
+  torch-mlir's NCHW pooling between channels-last convolutions.
 
 * ``scaled_dot_product_attention``: kept whole (`_sdpa`), the opposite of a decomposition:
   torch's math form materialises the ``[heads, L, L]`` scores (issue 22: 48x slower than eager
@@ -388,6 +390,27 @@ def _conv3d_by_depth(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, p
 
 _CONV_WHOLE = _KeptWhole()  # on while a decomposition calls the convolution it keeps whole
 
+
+def _phase_split(x: torch.Tensor, kernel: list, stride: list, padding: list, out: list,
+                 value: float = 0.0) -> torch.Tensor:
+    """``x`` ``[N, C, H, W]`` padded (with ``value``) or cropped to the rows and columns the
+    windows read, in whole strides, and split by position modulo the stride:
+    ``[N, C, s_h, s_w, H', W']``, where kernel tap ``(ky, kx)`` of output ``(oy, ox)`` is
+    ``[..., ky % s_h, kx % s_w, oy + ky // s_h, ox + kx // s_w]``."""
+    folded = [-(-k // s) for k, s in zip(kernel, stride)]  # taps per phase, each dim
+    sizes = [s * (v + q - 1) for s, v, q in zip(stride, out, folded)]
+    for i in range(2):
+        after = sizes[i] - padding[i] - x.shape[2 + i]
+        if after < 0:  # rows past the last window (a stride that does not divide the size)
+            x = x.narrow(2 + i, 0, x.shape[2 + i] + after)
+    x = torch.nn.functional.pad(x, [padding[1], sizes[1] - padding[1] - x.shape[3],
+                                    padding[0], sizes[0] - padding[0] - x.shape[2]],
+                                value=value)
+    n, c = x.shape[:2]
+    sh, sw = stride
+    return x.reshape(n, c, sizes[0] // sh, sh, sizes[1] // sw, sw).permute(0, 1, 3, 5, 2, 4)
+
+
 # A strided dense 2-D convolution over fewer input channels than this, sent whole to IREE's
 # data tiling (DATA_TILED), goes by phases (`_conv_by_phases`). Measured on a Zen 4 host
 # (benchmarks/conv_phases.py, README "Strided convolutions over few channels"): over 3 or 4
@@ -427,17 +450,9 @@ def _conv_by_phases(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, pa
     if any(v <= 0 for v in out):
         return NotImplemented
     folded = [-(-k // s) for k, s in zip(kernel, stride)]  # taps per phase, each dim
-    # the padded input every output reads, in whole strides: [pad, input, pad or crop]
-    sizes = [s * (v + q - 1) for s, v, q in zip(stride, out, folded)]
-    for i in range(2):
-        after = sizes[i] - padding[i] - x.shape[2 + i]
-        if after < 0:  # rows past the last window (a stride that does not divide the size)
-            x = x.narrow(2 + i, 0, x.shape[2 + i] + after)
-    x = torch.nn.functional.pad(x, [padding[1], sizes[1] - padding[1] - x.shape[3],
-                                    padding[0], sizes[0] - padding[0] - x.shape[2]])
     sh, sw = stride
-    phases = x.reshape(n, c, sizes[0] // sh, sh, sizes[1] // sw, sw).permute(0, 1, 3, 5, 2, 4)
-    phases = phases.reshape(n, c * sh * sw, sizes[0] // sh, sizes[1] // sw)
+    phases = _phase_split(x, kernel, stride, padding, out)
+    phases = phases.reshape(n, c * sh * sw, *phases.shape[4:])
     wk = torch.nn.functional.pad(w, [0, folded[1] * sw - kernel[1], 0, folded[0] * sh - kernel[0]])
     wk = wk.reshape(o, c, folded[0], sh, folded[1], sw).permute(0, 1, 3, 5, 2, 4)
     wk = wk.reshape(o, c * sh * sw, *folded)
@@ -733,10 +748,59 @@ def _max_pool_with_indices(spatial: int) -> Callable:
     return decompose
 
 
+# Strided 2-D max pooling by phases (`_max_pool_by_phases`) where convolutions are data-tiled
+# on a CPU with 512-bit vectors; False keeps it whole there too (benchmarks/conv_phases.py
+# compares the two).
+POOL_BY_PHASES = True
+
+
+def _max_pool_by_phases(x: torch.Tensor, kernel_size: Any, stride: Any = (),
+                        padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False) -> Any:
+    """A strided 2-D max pooling (values only) as the elementwise maximum of one unit-stride
+    window per kernel tap, each read from a phase of the input padded with -inf
+    (`_phase_split`). Kept whole, torch-mlir's ``linalg.pooling_nchw_max`` stays in NCHW
+    between convolutions data-tiled channels-last: in ResNet-18's call (`lowerkit profile`) it
+    was the fourth slowest dispatch, with a repacking of its input beside it. NaN propagates
+    as in eager (``maximum``), and no window is padding alone (torch allows at most half a
+    kernel of padding). Only where dense convolutions go whole to data tiling on a CPU with
+    512-bit vectors, where it was measured (benchmarks/conv_phases.py)."""
+    def per_dim(v: Any, default: Any = None) -> list:
+        v = list(v) if isinstance(v, (list, tuple)) else [v]
+        v = v or default
+        return v * 2 if len(v) == 1 else v
+
+    if (not POOL_BY_PHASES or x.dim() != 4 or x.dtype != torch.float32 or not _static(x)
+            or ceil_mode or not tuning.dense_convolutions_data_tiled()):
+        return NotImplemented
+    kernel = per_dim(kernel_size)
+    strides, pads, dilations = per_dim(stride, kernel), per_dim(padding), per_dim(dilation)
+    if (len(kernel) != 2 or len(strides) != 2 or len(pads) != 2 or len(dilations) != 2
+            or any(d != 1 for d in dilations) or all(s == 1 for s in strides)
+            or kernel[0] * kernel[1] > MAX_TAPS or any(2 * p > k for p, k in zip(pads, kernel))):
+        return NotImplemented
+    out = [(x.shape[2 + i] + 2 * pads[i] - kernel[i]) // strides[i] + 1 for i in range(2)]
+    if any(v <= 0 for v in out):
+        return NotImplemented
+    phases = _phase_split(x, kernel, strides, pads, out, value=-math.inf)
+    sh, sw = strides
+    y = None
+    for ky in range(kernel[0]):
+        for kx in range(kernel[1]):
+            window = phases[:, :, ky % sh, kx % sw, ky // sh:ky // sh + out[0],
+                            kx // sw:kx // sw + out[1]]
+            y = window if y is None else torch.maximum(y, window)
+    return y.contiguous()
+
+
 def _max_pool_values(with_indices: Any) -> Callable:
     """``max_pool1d`` / ``2d`` / ``3d`` (no indices) as the ``with_indices`` op kept whole (the
-    1-D one is a composite of the 2-D op)."""
+    1-D one is a composite of the 2-D op); a strided 2-D one by phases where convolutions are
+    data-tiled (`_max_pool_by_phases`)."""
     def decompose(*args: Any, **kwargs: Any) -> Any:
+        if with_indices is aten.max_pool2d_with_indices.default:
+            y = _max_pool_by_phases(*args, **kwargs)
+            if y is not NotImplemented:
+                return y
         with _MAX_POOL_VALUES_ONLY.calling():
             return with_indices(*args, **kwargs)[0]
     return decompose
