@@ -415,8 +415,8 @@ def _phase_split(x: torch.Tensor, kernel: list, stride: list, padding: list, out
 # data tiling (DATA_TILED), goes by phases (`_conv_by_phases`). Measured on a Zen 4 host
 # (benchmarks/conv_phases.py, README "Strided convolutions over few channels"): over 3 or 4
 # channels by phases was faster at every shape (ResNet's stem, ViT-B/16's patches, a
-# patchify, 3x3 stride-2 ones); over 8 a 3x3 stride-2 one was as often slower as faster, and
-# over 12 and 16 slower: its phases' filter is 16/9 of the work.
+# patchify, 3x3 stride-2 ones); over 8 a 3x3 stride-2 one was faster at 112x112 and level at
+# 224x224, and over 12 and 16 slower: its phased filter is 16/9 of the work.
 PHASE_MAX_CHANNELS = 8
 
 
