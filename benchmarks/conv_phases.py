@@ -109,7 +109,8 @@ def bench(label: str, model, args, rounds: int, convolutions: str | None,
             "compile_s": compile_s, "iree_compile_s": iree_s,
             "error_over_scale": {f: c.max_rel_error for f, c in checks.items()},
             "matches_eager": all(c.ok for c in checks.values()),
-            "convolutions": {f: (a.compile_stats or {}).get("convolutions") for f, a in arts.items()},
+            "convolutions": {f: (a.compile_stats or {}).get("convolutions")
+                             for f, a in arts.items()},
             "dispatches": {f: (a.compile_stats or {}).get("dispatches") for f, a in arts.items()}}
 
 
