@@ -1788,8 +1788,8 @@ FAULTS = [
     Fault("pool-phases-zero-padded", "max pooling's phases are padded with zeros, not -inf",
           ["test/python/test_decompositions.py::test_a_strided_max_pooling_goes_by_phases_where_convolutions_are_data_tiled"],
           "python/lowerkit/ingress/decompositions.py",
-          "    phases = _phase_split(x, kernel, strides, pads, out, value=-math.inf)\n",
-          "    phases = _phase_split(x, kernel, strides, pads, out)\n"),
+          "    split = _phase_split(x, kernel, strides, pads, value=-math.inf)\n",
+          "    split = _phase_split(x, kernel, strides, pads)\n"),
 ]
 
 

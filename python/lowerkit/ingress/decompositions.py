@@ -391,12 +391,24 @@ def _conv3d_by_depth(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, p
 _CONV_WHOLE = _KeptWhole()  # on while a decomposition calls the convolution it keeps whole
 
 
-def _phase_split(x: torch.Tensor, kernel: list, stride: list, padding: list, out: list,
-                 value: float = 0.0) -> torch.Tensor:
+def _per_dim(v: Any, spatial: int, default: Any = None) -> list:
+    """A pooling or convolution argument (an int, or a list of one or ``spatial``; empty takes
+    ``default``) as a list with one entry per spatial dim."""
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    v = v or default
+    return v * spatial if len(v) == 1 else v
+
+
+def _phase_split(x: torch.Tensor, kernel: list, stride: list, padding: list,
+                 value: float = 0.0) -> "tuple[torch.Tensor, list[int]] | None":
     """``x`` ``[N, C, H, W]`` padded (with ``value``) or cropped to the rows and columns the
-    windows read, in whole strides, and split by position modulo the stride:
-    ``[N, C, s_h, s_w, H', W']``, where kernel tap ``(ky, kx)`` of output ``(oy, ox)`` is
-    ``[..., ky % s_h, kx % s_w, oy + ky // s_h, ox + kx // s_w]``."""
+    windows of an undilated ``kernel`` read, in whole strides, and split by position modulo
+    the stride: ``[N, C, s_h, s_w, H', W']``, where kernel tap ``(ky, kx)`` of output
+    ``(oy, ox)`` is ``[..., ky % s_h, kx % s_w, oy + ky // s_h, ox + kx // s_w]``; with the
+    output's size. None when no window fits."""
+    out = [(x.shape[2 + i] + 2 * padding[i] - kernel[i]) // stride[i] + 1 for i in range(2)]
+    if any(v <= 0 for v in out):
+        return None
     folded = [-(-k // s) for k, s in zip(kernel, stride)]  # taps per phase, each dim
     sizes = [s * (v + q - 1) for s, v, q in zip(stride, out, folded)]
     for i in range(2):
@@ -408,7 +420,7 @@ def _phase_split(x: torch.Tensor, kernel: list, stride: list, padding: list, out
                                 value=value)
     n, c = x.shape[:2]
     sh, sw = stride
-    return x.reshape(n, c, sizes[0] // sh, sh, sizes[1] // sw, sw).permute(0, 1, 3, 5, 2, 4)
+    return x.reshape(n, c, sizes[0] // sh, sh, sizes[1] // sw, sw).permute(0, 1, 3, 5, 2, 4), out
 
 
 # A strided dense 2-D convolution over fewer input channels than this, sent whole to IREE's
@@ -434,11 +446,9 @@ def _conv_by_phases(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, pa
     tiling on a CPU with 512-bit vectors, which is where it was measured
     (`PHASE_MAX_CHANNELS`)."""
     if (transposed or groups != 1 or x.dim() != 4 or x.dtype != torch.float32
-            or w.dtype != torch.float32 or not _static(x) or not _static(w)
-            or not tuning.dense_convolutions_whole()):
+            or w.dtype != torch.float32 or not _static(x) or not _static(w)):
         return NotImplemented
-    stride, padding, dilation = (list(v) * (2 if len(v) == 1 else 1)
-                                 for v in (stride, padding, dilation))
+    stride, padding, dilation = (_per_dim(v, 2) for v in (stride, padding, dilation))
     if (len(stride) != 2 or len(padding) != 2 or len(dilation) != 2
             or any(d != 1 for d in dilation) or all(s == 1 for s in stride)):
         return NotImplemented
@@ -446,12 +456,12 @@ def _conv_by_phases(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, pa
     if c >= PHASE_MAX_CHANNELS or not tuning.dense_convolutions_data_tiled():
         return NotImplemented
     kernel = list(w.shape[2:])
-    out = [(x.shape[2 + i] + 2 * padding[i] - kernel[i]) // stride[i] + 1 for i in range(2)]
-    if any(v <= 0 for v in out):
+    split = _phase_split(x, kernel, stride, padding)
+    if split is None:
         return NotImplemented
+    phases, _ = split
     folded = [-(-k // s) for k, s in zip(kernel, stride)]  # taps per phase, each dim
     sh, sw = stride
-    phases = _phase_split(x, kernel, stride, padding, out)
     phases = phases.reshape(n, c * sh * sw, *phases.shape[4:])
     wk = torch.nn.functional.pad(w, [0, folded[1] * sw - kernel[1], 0, folded[0] * sh - kernel[0]])
     wk = wk.reshape(o, c, folded[0], sh, folded[1], sw).permute(0, 1, 3, 5, 2, 4)
@@ -725,13 +735,9 @@ def _max_pool_with_indices(spatial: int) -> Callable:
                 or x.dim() not in (spatial + 1, spatial + 2) or x.numel() == 0:
             return NotImplemented
 
-        def per_dim(v: Any, default: Any = None) -> list:
-            v = list(v) if isinstance(v, (list, tuple)) else [v]
-            v = v or default
-            return v * spatial if len(v) == 1 else v
-
-        kernel = per_dim(kernel_size)
-        strides, pads, dilations = per_dim(stride, kernel), per_dim(padding), per_dim(dilation)
+        kernel = _per_dim(kernel_size, spatial)
+        strides, pads, dilations = (_per_dim(stride, spatial, kernel), _per_dim(padding, spatial),
+                                    _per_dim(dilation, spatial))
         sizes = x.shape[x.dim() - spatial:]
         windows = [_pool_windows(size, *taps, ceil_mode, x.device) for size, *taps in
                    zip(sizes, kernel, strides, pads, dilations)]
@@ -764,24 +770,20 @@ def _max_pool_by_phases(x: torch.Tensor, kernel_size: Any, stride: Any = (),
     as in eager (``maximum``), and no window is padding alone (torch allows at most half a
     kernel of padding). Only where dense convolutions go whole to data tiling on a CPU with
     512-bit vectors, where it was measured (benchmarks/conv_phases.py)."""
-    def per_dim(v: Any, default: Any = None) -> list:
-        v = list(v) if isinstance(v, (list, tuple)) else [v]
-        v = v or default
-        return v * 2 if len(v) == 1 else v
-
     if (not POOL_BY_PHASES or x.dim() != 4 or x.dtype != torch.float32 or not _static(x)
             or ceil_mode or not tuning.dense_convolutions_data_tiled()):
         return NotImplemented
-    kernel = per_dim(kernel_size)
-    strides, pads, dilations = per_dim(stride, kernel), per_dim(padding), per_dim(dilation)
+    kernel = _per_dim(kernel_size, 2)
+    strides, pads, dilations = (_per_dim(stride, 2, kernel), _per_dim(padding, 2),
+                                _per_dim(dilation, 2))
     if (len(kernel) != 2 or len(strides) != 2 or len(pads) != 2 or len(dilations) != 2
             or any(d != 1 for d in dilations) or all(s == 1 for s in strides)
             or kernel[0] * kernel[1] > MAX_TAPS or any(2 * p > k for p, k in zip(pads, kernel))):
         return NotImplemented
-    out = [(x.shape[2 + i] + 2 * pads[i] - kernel[i]) // strides[i] + 1 for i in range(2)]
-    if any(v <= 0 for v in out):
+    split = _phase_split(x, kernel, strides, pads, value=-math.inf)
+    if split is None:
         return NotImplemented
-    phases = _phase_split(x, kernel, strides, pads, out, value=-math.inf)
+    phases, out = split
     sh, sw = strides
     y = None
     for ky in range(kernel[0]):
@@ -792,13 +794,13 @@ def _max_pool_by_phases(x: torch.Tensor, kernel_size: Any, stride: Any = (),
     return y.contiguous()
 
 
-def _max_pool_values(with_indices: Any) -> Callable:
+def _max_pool_values(with_indices: Any, first: "Callable | None" = None) -> Callable:
     """``max_pool1d`` / ``2d`` / ``3d`` (no indices) as the ``with_indices`` op kept whole (the
-    1-D one is a composite of the 2-D op); a strided 2-D one by phases where convolutions are
-    data-tiled (`_max_pool_by_phases`)."""
+    1-D one is a composite of the 2-D op), unless ``first`` writes it otherwise (the 2-D one by
+    phases where convolutions are data-tiled: `_max_pool_by_phases`)."""
     def decompose(*args: Any, **kwargs: Any) -> Any:
-        if with_indices is aten.max_pool2d_with_indices.default:
-            y = _max_pool_by_phases(*args, **kwargs)
+        if first is not None:
+            y = first(*args, **kwargs)
             if y is not NotImplemented:
                 return y
         with _MAX_POOL_VALUES_ONLY.calling():
@@ -1540,7 +1542,8 @@ def table() -> dict[Any, Callable]:
         aten.adaptive_max_pool1d.default: _adaptive_max_pool1d,
         aten.adaptive_max_pool2d.default: _adaptive_max_pool2d,
         aten.max_pool1d.default: _max_pool_values(aten.max_pool1d_with_indices.default),
-        aten.max_pool2d.default: _max_pool_values(aten.max_pool2d_with_indices.default),
+        aten.max_pool2d.default: _max_pool_values(aten.max_pool2d_with_indices.default,
+                                                  _max_pool_by_phases),
         aten.max_pool3d.default: _max_pool_values(aten.max_pool3d_with_indices.default),
         aten.max_pool2d_with_indices.default: _max_pool_with_indices(2),
         aten.max_pool3d_with_indices.default: _max_pool_with_indices(3),
