@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
-import time
 import warnings
 
 # (label, C_in, C_out, H = W, kernel, stride, padding): ResNet's stem, ViT-B/16's and a
@@ -60,58 +58,30 @@ def _phases(on: bool | None):
         decompositions.PHASE_MAX_CHANNELS, decompositions.POOL_BY_PHASES = keep
 
 
-class _MaxPool:
-    """ResNet's max pooling after its stem (built lazily: torch is imported in `main`)."""
+def _max_pool(k: int, s: int, p: int):
+    """ResNet's max pooling after its stem."""
+    import torch
 
-    def __new__(cls, k: int, s: int, p: int):
-        import torch
-
-        return torch.nn.MaxPool2d(k, s, p).eval()
+    return torch.nn.MaxPool2d(k, s, p).eval()
 
 
-class _ConvReLU:
-    """A convolution and a ReLU (built lazily: torch is imported in `main`)."""
+def _conv_relu(c: int, o: int, k: int, s: int, p: int):
+    """A convolution and a ReLU."""
+    import torch
 
-    def __new__(cls, c: int, o: int, k: int, s: int, p: int):
-        import torch
-
-        return torch.nn.Sequential(torch.nn.Conv2d(c, o, k, s, p), torch.nn.ReLU()).eval()
+    return torch.nn.Sequential(torch.nn.Conv2d(c, o, k, s, p), torch.nn.ReLU()).eval()
 
 
 def bench(label: str, model, args, rounds: int, convolutions: str | None,
           forced: bool = True) -> dict:
-    """Both forms of ``model`` (every eligible convolution by phases, or none; with ``forced``
-    False, lowerkit's pick against none), timed interleaved with eager and torch.compile."""
-    import torch
+    """Both forms of ``model`` (every eligible convolution and pooling by phases, or none;
+    with ``forced`` False, lowerkit's pick against none), timed interleaved with eager and
+    torch.compile."""
+    from lowerkit.tools.bench import compare_forms
 
-    import lowerkit
-    from lowerkit.runtime.numerics import compare
-    from lowerkit.tools.tune import time_interleaved
-
-    arts, compile_s, iree_s = {}, {}, {}
-    for form in FORMS:
-        with _phases(form == "by phases" if forced or form == "whole" else None):
-            start = time.perf_counter()
-            arts[form] = lowerkit.compile(model, args, cache=False, convolutions=convolutions)
-            compile_s[form] = time.perf_counter() - start
-        iree_s[form] = sum(r.seconds for r in arts[form].records if r.name == "iree-compile")
-    torch._dynamo.reset()  # each shape is another nn.Sequential: past 8, Dynamo would run eager
-    inductor = torch.compile(model)
-    with torch.inference_mode():
-        want = model(*args)
-        inductor(*args)
-        checks = {f: compare(a(*args), want) for f, a in arts.items()}
-        samples = time_interleaved({"eager": lambda: model(*args),
-                                    "torch.compile": lambda: inductor(*args),
-                                    **{f: (lambda a=a: a(*args)) for f, a in arts.items()}},
-                                   rounds)
-    return {"name": label, "ms": {k: statistics.median(v) for k, v in samples.items()},
-            "compile_s": compile_s, "iree_compile_s": iree_s,
-            "error_over_scale": {f: c.max_rel_error for f, c in checks.items()},
-            "matches_eager": all(c.ok for c in checks.values()),
-            "convolutions": {f: (a.compile_stats or {}).get("convolutions")
-                             for f, a in arts.items()},
-            "dispatches": {f: (a.compile_stats or {}).get("dispatches") for f, a in arts.items()}}
+    forms = {"whole": lambda: _phases(False),
+             "by phases": lambda: _phases(True if forced else None)}
+    return {"name": label, **compare_forms(model, args, forms, rounds, convolutions=convolutions)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,14 +111,14 @@ def main(argv: list[str] | None = None) -> int:
         for label, c, o, size, k, s, p in SHAPES:
             torch.manual_seed(0)
             with console.status(label):
-                rows.append({**bench(label, _ConvReLU(c, o, k, s, p),
+                rows.append({**bench(label, _conv_relu(c, o, k, s, p),
                                      (torch.randn(1, c, size, size),), opts.rounds, "data-tiled"),
                              "kind": "shape", "c_in": c,
                              "lowerkits": "by phases" if c < PHASE_MAX_CHANNELS else "whole"})
         for label, c, size, k, s, p in POOLS:
             torch.manual_seed(0)
             with console.status(label):
-                rows.append({**bench(label, _MaxPool(k, s, p),
+                rows.append({**bench(label, _max_pool(k, s, p),
                                      (torch.randn(1, c, size, size),), opts.rounds, "data-tiled"),
                              "kind": "shape", "c_in": c, "lowerkits": "by phases"})
     for name in filter(None, opts.models.split(",")):

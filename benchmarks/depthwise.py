@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
-import time
 import warnings
 
 # MobileNetV2's depthwise convolutions at 224x224: (channels, size, stride)
@@ -55,32 +53,10 @@ def _make(name: str):
 
 
 def bench(label: str, model, args, rounds: int) -> dict:
-    import torch
+    from lowerkit.tools.bench import compare_forms
 
-    import lowerkit
-    from lowerkit.runtime.numerics import compare
-    from lowerkit.tools.tune import time_interleaved
-
-    arts, compile_s = {}, {}
-    for form, whole in (("per tap", False), ("whole", True)):
-        with _depthwise_whole(whole):
-            start = time.perf_counter()
-            arts[form] = lowerkit.compile(model, args, cache=False)
-            compile_s[form] = time.perf_counter() - start
-    torch._dynamo.reset()  # each shape is another Conv2d: past 8, Dynamo would run eager
-    inductor = torch.compile(model)
-    with torch.inference_mode():
-        want = model(*args)
-        inductor(*args)
-        errors = {f: compare(a(*args), want).max_rel_error for f, a in arts.items()}
-        ok = all(compare(a(*args), want).ok for a in arts.values())
-        samples = time_interleaved({"eager": lambda: model(*args),
-                                    "torch.compile": lambda: inductor(*args),
-                                    **{f: (lambda a=a: a(*args)) for f, a in arts.items()}},
-                                   rounds)
-    return {"name": label, "ms": {k: statistics.median(v) for k, v in samples.items()},
-            "compile_s": compile_s, "error_over_scale": errors, "matches_eager": ok,
-            "dispatches": {f: (a.compile_stats or {}).get("dispatches") for f, a in arts.items()}}
+    forms = {"per tap": lambda: _depthwise_whole(False), "whole": lambda: _depthwise_whole(True)}
+    return {"name": label, **compare_forms(model, args, forms, rounds)}
 
 
 def main(argv: list[str] | None = None) -> int:
