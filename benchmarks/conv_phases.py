@@ -77,7 +77,7 @@ def bench(label: str, model, args, rounds: int, convolutions: str | None,
     """Both forms of ``model`` (every eligible convolution and pooling by phases, or none;
     with ``forced`` False, lowerkit's pick against none), timed interleaved with eager and
     torch.compile."""
-    from lowerkit.tools.bench import compare_forms
+    from lowerkit.tools.tune import compare_forms
 
     forms = {"whole": lambda: _phases(False),
              "by phases": lambda: _phases(True if forced else None)}

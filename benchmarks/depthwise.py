@@ -53,7 +53,7 @@ def _make(name: str):
 
 
 def bench(label: str, model, args, rounds: int) -> dict:
-    from lowerkit.tools.bench import compare_forms
+    from lowerkit.tools.tune import compare_forms
 
     forms = {"per tap": lambda: _depthwise_whole(False), "whole": lambda: _depthwise_whole(True)}
     return {"name": label, **compare_forms(model, args, forms, rounds)}

@@ -177,6 +177,44 @@ def time_interleaved(fns: dict[str, Callable], rounds: int) -> dict[str, list[fl
     return samples
 
 
+def compare_forms(model, args: tuple, forms: dict[str, Callable[[], Any]], rounds: int,
+                  **options: Any) -> dict:
+    """Two or more ways lowerkit could compile ``model`` against each other: each form compiled
+    (`lowerkit.compile` with ``options``, cache off) inside the context manager its factory in
+    ``forms`` returns, checked against eager, and timed interleaved with eager and
+    torch.compile (`time_interleaved`, medians in ms). The benchmarks of one
+    decomposition against another (depthwise.py, conv_phases.py) store this."""
+    from ..api import compile as compile_program
+    from ..runtime.numerics import compare
+
+    arts, compile_s = {}, {}
+    for form, context in forms.items():
+        with context():
+            start = time.perf_counter()
+            arts[form] = compile_program(model, args, cache=False, **options)
+            compile_s[form] = time.perf_counter() - start
+    # each program another module of one class: past 8 recompiles Dynamo would run it eager
+    torch._dynamo.reset()
+    inductor = torch.compile(model)
+    with torch.inference_mode():
+        want = model(*args)
+        inductor(*args)
+        checks = {f: compare(a(*args), want) for f, a in arts.items()}
+        samples = time_interleaved({"eager": lambda: model(*args),
+                                    "torch.compile": lambda: inductor(*args),
+                                    **{f: (lambda a=a: a(*args)) for f, a in arts.items()}},
+                                   rounds)
+    stats = {f: a.compile_stats or {} for f, a in arts.items()}
+    return {"ms": {k: statistics.median(v) for k, v in samples.items()},
+            "compile_s": compile_s,
+            "iree_compile_s": {f: sum(r.seconds for r in a.records if r.name == "iree-compile")
+                               for f, a in arts.items()},
+            "error_over_scale": {f: c.max_rel_error for f, c in checks.items()},
+            "matches_eager": all(c.ok for c in checks.values()),
+            "convolutions": {f: st.get("convolutions") for f, st in stats.items()},
+            "dispatches": {f: st.get("dispatches") for f, st in stats.items()}}
+
+
 def measure(shape: ConvShape, target: Any = "cpu", rounds: int = ROUNDS,
             margin: float = MARGIN) -> Measurement:
     """Compile ``shape`` both ways for ``target``, check both against eager, and time them."""
