@@ -84,11 +84,15 @@ def test_data_tiled_filters_are_bound_in_irees_layout(tmp_path):
     model = _model(0)
     art = _compile(model, tmp_path / "tiled", convolutions="data-tiled")
     _check(art, model)
-    filters = {s.key: s for s in art.parameters if s.key.endswith("@permute(2,3,1,0)")}
+    filters = {s.key.partition("@")[0]: s for s in art.parameters
+               if s.key.endswith("@permute(2,3,1,0)")}
     # a 1x1 filter is left as it is: its transpose is 2-D, and IREE folds it into its packing
-    assert set(filters) == {"c1.weight@permute(2,3,1,0)", "c2.weight@permute(2,3,1,0)"}
-    assert filters["c2.weight@permute(2,3,1,0)"].shape == (3, 2, 16, 16)  # HWCF
-    assert filters["c2.weight@permute(2,3,1,0)"].state_shapes == ((16, 16, 3, 2),)
+    assert set(filters) == {"c1.weight", "c2.weight"}
+    assert filters["c2.weight"].shape == (3, 2, 16, 16)  # HWCF
+    # the filter scaled by its BatchNorm (`conv_folding`), then laid out
+    assert filters["c2.weight"].derivation.inputs[0] == "c2.weight"
+    assert filters["c2.weight"].state_shapes[0] == (16, 16, 3, 2)
+    assert {"b2.weight", "b2.running_var"} <= set(filters["c2.weight"].derivation.inputs)
     # IREE's own transpose to channels-last met the program's and both went
     assert not _initializers(tmp_path / "tiled")
     other = _model(1)

@@ -534,13 +534,37 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, (int, str, type(None))) else str(value)
 
 
+# On a CPU target a convolution's bias is added to its result, not used as the initial value
+# its sum accumulates into (torch-mlir's form). IREE 3.13 made that initial value a dispatch of
+# its own, the bias broadcast over the whole output and packed for the data-tiled matmul,
+# written and read again at every call, and vectorised in tiles of 16x256 whose code LLVM
+# took seconds over. Measured on a Zen 4 host (`benchmarks/conv_bias.py`, README "A
+# convolution's bias"). Added after, the bias is an epilogue of the convolution's own dispatch.
+# GPU targets keep torch-mlir's form: not measured there.
+BIAS_AFTER = True
+
+
+def _bias_after(x: torch.Tensor, bias: Any) -> bool:
+    """Whether `_convolution` adds ``bias`` after the convolution (`BIAS_AFTER`)."""
+    return (BIAS_AFTER and bias is not None and bias.dim() == 1 and x.is_floating_point()
+            and not tuning.gpu_import())
+
+
 def _convolution(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,
                  dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Any:
     """``aten.convolution``: 3-D ones by kernel depth, 1-D and 2-D ones per tap; a dense 1-D
     one that stays whole as a 2-D one of unit height; a strided 2-D one over few channels
-    that goes whole to data tiling by phases."""
+    that goes whole to data tiling by phases. On a CPU a bias is added after any of them."""
     if _CONV_WHOLE.on:
         return NotImplemented
+    if _bias_after(x, bias):
+        y = _convolution(x, w, None, stride, padding, dilation, transposed, output_padding,
+                         groups)
+        if y is NotImplemented:
+            with _CONV_WHOLE.calling():
+                y = aten.convolution.default(x, w, None, stride, padding, dilation, transposed,
+                                             output_padding, groups)
+        return y + bias.reshape(1, -1, *([1] * (x.dim() - 2)))
     if x.dim() == 3 and not transposed:
         y = _conv_taps(x, w, bias, stride, padding, dilation, transposed, output_padding, groups)
         if y is NotImplemented:

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from . import conv_folding
 from ..derived_weights import (NAMESPACES, Derivation, NotRecordable, Step, enabled, encode,
                                op_name)
 
@@ -59,14 +60,9 @@ def _static_tensor(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and all(isinstance(d, int) for d in value.shape)
 
 
-def hoist(graph: "torch.fx.Graph", weights: dict[str, str]) -> dict[str, tuple[str, Derivation]]:
-    """Rewrite ``graph`` in place: each value computed from weights alone that the rest of the
-    program reads becomes a new placeholder. ``weights``: placeholder name -> state-dict key.
-    Return the new placeholders by name, each with its weight's key and recipe; placeholders
-    of weights nothing reads any more are removed. Nothing changes when derived weights are
-    turned off (`lowerkit.derived_weights.ENV`)."""
-    if not enabled():
-        return {}
+def _weight_only(graph: "torch.fx.Graph", weights: dict[str, str]) -> tuple[set, dict]:
+    """The nodes computed from weights alone (the weights' placeholders among them), and for
+    each op among them whether it or what it reads computes (`_computes`)."""
     weight_only: set[Any] = {n for n in graph.nodes if n.op == "placeholder" and n.name in weights}
     computes: dict[Any, bool] = {}
     for node in graph.nodes:
@@ -83,6 +79,20 @@ def hoist(graph: "torch.fx.Graph", weights: dict[str, str]) -> dict[str, tuple[s
             continue
         weight_only.add(node)
         computes[node] = _computes(node) or any(computes.get(i, False) for i in inputs)
+    return weight_only, computes
+
+
+def hoist(graph: "torch.fx.Graph", weights: dict[str, str]) -> dict[str, tuple[str, Derivation]]:
+    """Rewrite ``graph`` in place: each value computed from weights alone that the rest of the
+    program reads becomes a new placeholder. ``weights``: placeholder name -> state-dict key.
+    Return the new placeholders by name, each with its weight's key and recipe; placeholders
+    of weights nothing reads any more are removed. Nothing changes when derived weights are
+    turned off (`lowerkit.derived_weights.ENV`)."""
+    if not enabled():
+        return {}
+    weight_only, computes = _weight_only(graph, weights)
+    if conv_folding.fold(graph, weight_only):  # more of the program computed from weights
+        weight_only, computes = _weight_only(graph, weights)
 
     # torch.export's checks of a weight's dtype: it is fixed by the program and converted to at
     # bind time (`lowerkit.runtime.weights`); they would keep a hoisted weight in the program
