@@ -130,7 +130,10 @@ def _recipe(edge: Any, weight_only: set, weights: dict[str, str]) -> Derivation:
         needed.add(node)
         stack.extend(i for i in node.all_input_nodes if i in weight_only)
     order = [n for n in edge.graph.nodes if n in needed]
-    inputs = [n for n in order if n.op == "placeholder"]
+    # the largest first: it names the derived weight (a filter scaled by its BatchNorm is the
+    # filter's, whichever vector the graph has first)
+    inputs = sorted((n for n in order if n.op == "placeholder"),
+                    key=lambda n: -n.meta["val"].numel())
     steps = [n for n in order if n.op != "placeholder"]
     refs = {n: i for i, n in enumerate([*inputs, *steps])}
     return Derivation(
