@@ -61,8 +61,7 @@ def _step(node: Any, cur: Any, weight_only: set, out: torch.Tensor) -> "tuple[st
         return None
     val, other = _val(node), _val(operand)
     if (operand not in weight_only or not isinstance(other, torch.Tensor)
-            or not isinstance(val, torch.Tensor) or val.shape != out.shape
-            or val.dtype != out.dtype or other.dtype != out.dtype
+            or not isinstance(val, torch.Tensor) or val.dtype != out.dtype or other.dtype != out.dtype
             or not _per_channel(other, out)):
         return None
     return kind, operand, alpha
