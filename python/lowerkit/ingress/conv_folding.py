@@ -8,7 +8,7 @@ by an executable of its own, and applies them one by one. Folded, the program is
 convolution by ``w * scale`` plus one shift vector, and torch computes both from the model's
 tensors whenever weights are bound (`lowerkit.ingress.weight_computations`), so another
 checkpoint still needs no compile. Compile-time and call-time effects are measured by
-``benchmarks/conv_bias.py``.
+``benchmarks/conv_folding.py``.
 
 Only float32 and float64 chains are folded: the folded weights are rounded once in the
 weights' dtype, which in 16-bit floats is a change eager's per-op rounding does not make.
@@ -43,7 +43,8 @@ def _per_channel(operand: Any, out: torch.Tensor) -> bool:
             and padded[1] in (1, out.shape[1]))
 
 
-def _step(node: Any, cur: Any, weight_only: set, out: torch.Tensor) -> "tuple[str, Any, Any] | None":
+def _step(node: Any, cur: Any, weight_only: set,
+          out: torch.Tensor) -> "tuple[str, Any, Any] | None":
     """``node`` as (op, per-channel operand, alpha) if it applies a weight-only per-channel
     vector to ``cur`` without changing its shape or dtype, else None."""
     kind = _CHAIN_OPS.get(node.target) if node.op == "call_function" else None
@@ -61,8 +62,8 @@ def _step(node: Any, cur: Any, weight_only: set, out: torch.Tensor) -> "tuple[st
         return None
     val, other = _val(node), _val(operand)
     if (operand not in weight_only or not isinstance(other, torch.Tensor)
-            or not isinstance(val, torch.Tensor) or val.dtype != out.dtype or other.dtype != out.dtype
-            or not _per_channel(other, out)):
+            or not isinstance(val, torch.Tensor) or val.dtype != out.dtype
+            or other.dtype != out.dtype            or not _per_channel(other, out)):
         return None
     return kind, operand, alpha
 
@@ -80,18 +81,21 @@ def fold(graph: "torch.fx.Graph", weight_only: set) -> int:
             continue
         x, w, bias, *rest = conv.args
         out = _val(conv)
-        if (rest[3] or not FOLD or w not in weight_only or bias is not None and bias not in weight_only
+        if (rest[3] or not FOLD or w not in weight_only
+                or bias is not None and bias not in weight_only
                 or not isinstance(out, torch.Tensor) or out.dtype not in _FLOATS
-                or not isinstance(out.shape[1], int) or _val(w) is None or _val(w).dtype != out.dtype):
+                or not isinstance(out.shape[1], int)
+                or _val(w) is None or _val(w).dtype != out.dtype):
             continue
-        chain, steps = [], []
-        while len((chain or [conv])[-1].users) == 1:
-            user = next(iter((chain or [conv])[-1].users))
-            step = _step(user, (chain or [conv])[-1], weight_only, out)
+        chain, steps, cur = [], [], conv
+        while len(cur.users) == 1:
+            user = next(iter(cur.users))
+            step = _step(user, cur, weight_only, out)
             if step is None:
                 break
             chain.append(user)
             steps.append(step)
+            cur = user
         if not any(kind == "mul" for kind, _, _ in steps) and len(steps) + (bias is not None) < 2:
             continue  # nothing to scale, and one shift at most: already the folded form
         _rewrite(graph, conv, chain, steps)

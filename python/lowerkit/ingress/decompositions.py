@@ -538,8 +538,8 @@ def _plain(value: Any) -> Any:
 # its sum accumulates into (torch-mlir's form). IREE 3.13 made that initial value a dispatch of
 # its own, the bias broadcast over the whole output and packed for the data-tiled matmul,
 # written and read again at every call, and vectorised in tiles of 16x256 whose code LLVM
-# took seconds over. Measured on a Zen 4 host (`benchmarks/conv_bias.py`, README "A
-# convolution's bias"). Added after, the bias is an epilogue of the convolution's own dispatch.
+# took seconds over. Measured on a Zen 4 host (`benchmarks/conv_folding.py`, README "A
+# convolution's bias and BatchNorm"). Added after, the bias is an epilogue of the convolution's own dispatch.
 # GPU targets keep torch-mlir's form: not measured there.
 BIAS_AFTER = True
 
