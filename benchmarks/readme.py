@@ -633,6 +633,33 @@ def render_conv_phases(data: dict, path: str) -> str:
             f"the run.\n\n{provenance(path, data['meta'])}")
 
 
+# -- conv_folding.py --json ------------------------------------------------------------------------
+_FOLDING_FORMS = ("before", "bias after", "both (now)")
+
+
+def render_conv_folding(data: dict, path: str) -> str:
+    """Each program three ways: as before, with the bias after, and with the fold too."""
+    lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | eager | torch.compile "
+             "| before | bias after | bias after and folded (now) | before / now | eager / now "
+             f"| compile s (median of {data['repeats']}): before / bias after / now "
+             "| iree-compile s: the same | dispatches: the same | error / scale |",
+             "| --- |" + " ---: |" * 10]
+    for r in data["rows"]:
+        if not r["matches_eager"]:
+            raise ResultError(f"{path}: {r['name']} did not match eager")
+        ms = r["ms"]
+        lines.append(f"| {r['name']} | " + " | ".join(_num(ms[k]) for k in (
+            "eager", "torch.compile", *_FOLDING_FORMS))
+            + f" | {_ratio(ms['before'] / ms['both (now)'])}"
+            f" | {_ratio(ms['eager'] / ms['both (now)'])}"
+            " | " + " / ".join(_seconds(r["compile_s"][f]) for f in _FOLDING_FORMS)
+            + " | " + " / ".join(_seconds(r["iree_compile_s"][f]) for f in _FOLDING_FORMS)
+            + " | " + " / ".join(str(r["dispatches"][f]) for f in _FOLDING_FORMS)
+            + f" | {_num(max(r['error_over_scale'].values()), 2)} |")
+    return (("\n".join(lines)) + f"\n\nLoad average {_num(data['load_after'], 2)} at the end of "
+            f"the run.\n\n{provenance(path, data['meta'])}")
+
+
 # -- tool_startup.py --json ------------------------------------------------------------------------
 def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> str:
     """``lowerkit-opt`` per call and the lit suite, in another tree (``before``) and this one."""
@@ -1410,6 +1437,17 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_phases.py"
          " --json benchmarks/results/conv-phases.json",),
         render_conv_phases, torch_threads=2),
+    "conv-folding": Block(
+        ("conv-folding.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_folding.py"
+         " --json benchmarks/results/conv-folding.json",),
+        render_conv_folding, torch_threads=2),
+    "conv-folding-compile": Block(
+        ("conv-folding-compile.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_folding.py"
+         " --models resnet18,resnet50 --repeats 9"
+         " --json benchmarks/results/conv-folding-compile.json",),
+        render_conv_folding, torch_threads=2),
     "real-shapes": Block(
         ("real-shapes.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --torch-threads 2"
