@@ -97,14 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    import lowerkit
     from lowerkit.ingress.decompositions import PHASE_MAX_CHANNELS
-    from lowerkit.tools.bench import run_metadata, write_results
+    from lowerkit.tools.bench import start_run, write_results
     from lowerkit.zoo import ZOO
 
-    torch.set_num_threads(2)
-    meta = run_metadata()
-    lowerkit.compile(torch.nn.Linear(4, 4), (torch.randn(1, 4),), cache=False)  # warm
+    meta = start_run(threads=2)
     rows = []
     console = Console(width=170)
     if opts.shapes:

@@ -120,16 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
 
-    import torch
     from rich.console import Console
     from rich.table import Table
 
-    import lowerkit
-    from lowerkit.tools.bench import run_metadata, write_results
+    from lowerkit.tools.bench import start_run, write_results
 
-    torch.set_num_threads(2)
-    meta = run_metadata()
-    lowerkit.compile(torch.nn.Linear(4, 4), (torch.randn(1, 4),), cache=False)  # warm
+    meta = start_run(threads=2)
     shapes = [bench_shape(s, opts.rounds, opts.calls)
               for group in opts.shapes.split(",") if group for s in SHAPES[group]]
     table = Table(title="one convolution, batch 1, ms a call (median)")

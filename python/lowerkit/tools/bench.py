@@ -122,6 +122,16 @@ def run_metadata(command: str | None = None) -> dict:
     }
 
 
+def start_run(threads: int = 2) -> dict:
+    """A benchmark script's start: torch on ``threads`` threads, the run's provenance
+    (`run_metadata`), and a tiny compile, so that the first program measured is not billed
+    for loading the compile path."""
+    torch.set_num_threads(threads)
+    meta = run_metadata()
+    api.compile(torch.nn.Linear(4, 4), (torch.randn(1, 4),), cache=False)
+    return meta
+
+
 def write_results(path: str, payload: dict) -> None:
     """A benchmark's stored run: ``payload`` (its numbers beside `run_metadata`'s ``meta``) as
     indented JSON, with the load average at the end of the run (``load_after``), which the
