@@ -28,10 +28,13 @@ def tiny():
 
 
 def conv_bn():
-    """IREE hoists what it computes from weights alone (the folded BatchNorm) into initializers
-    with dispatches of their own."""
+    """Two convolutions with BatchNorms, then a pooling: a program of many dispatches (one
+    convolution with its BatchNorm folded in is two)."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU())
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1))
     return model.eval(), (torch.randn(1, 3, 16, 16),)
 
 

@@ -63,7 +63,7 @@ def _step(node: Any, cur: Any, weight_only: set,
     val, other = _val(node), _val(operand)
     if (operand not in weight_only or not isinstance(other, torch.Tensor)
             or not isinstance(val, torch.Tensor) or val.dtype != out.dtype
-            or other.dtype != out.dtype            or not _per_channel(other, out)):
+            or other.dtype != out.dtype or not _per_channel(other, out)):
         return None
     return kind, operand, alpha
 
@@ -71,9 +71,8 @@ def _step(node: Any, cur: Any, weight_only: set,
 def fold(graph: "torch.fx.Graph", weight_only: set) -> int:
     """Rewrite ``graph`` in place: each ``aten.convolution`` whose weights are ``weight_only``
     nodes, followed (as its only user, and theirs) by adds, subtracts and multiplies by
-    weight-only per-channel vectors, becomes the convolution by scaled weights plus one shift.
-    The new weight nodes compute from weights alone, for `weight_computations.hoist` to take
-    out.
+    weight-only per-channel vectors, becomes the convolution by scaled weights plus one shift,
+    whose new nodes compute from weights alone (for `weight_computations.hoist` to take out).
     Return how many convolutions were folded."""
     folded = 0
     for conv in list(graph.nodes):
@@ -106,11 +105,13 @@ def fold(graph: "torch.fx.Graph", weight_only: set) -> int:
 def _rewrite(graph: "torch.fx.Graph", conv: Any, chain: list, steps: list) -> None:
     """``conv`` by its weights times the steps' product of scales, plus their shift, in place
     of ``chain`` (`fold`)."""
+    import contextlib
+
     from torch._guards import detect_fake_mode
 
     x, w, bias, *rest = conv.args
     out = _val(conv)
-    mode = detect_fake_mode([out])
+    mode = detect_fake_mode([out]) or contextlib.nullcontext()  # the values' own fake mode
     channels, spatial = out.shape[1], [1] * (out.dim() - 2)
 
     def call(op: Any, *args: Any, **kwargs: Any) -> Any:

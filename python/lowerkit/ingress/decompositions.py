@@ -265,8 +265,9 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     if not 2 <= taps <= MAX_TAPS:
         return NotImplemented
     # A choice measured on this CPU (`lowerkit tune`), else the rule.
+    # (a bias `_convolution` adds after still names the shape: measured choices were stored so)
     shape = tuning.ConvShape(tuple(x.shape), tuple(w.shape), tuple(stride), tuple(padding),
-                             tuple(dilation), bias is not None, groups)
+                             tuple(dilation), bias is not None or _BIAS_SPLIT_OFF.on, groups)
     if not depthwise and spatial == 2 and tuning.dense_convolutions_whole():
         return NotImplemented  # the CPU's measured strategy: IREE data-tiles it whole
     n, c = x.shape[:2]
@@ -538,10 +539,11 @@ def _plain(value: Any) -> Any:
 # its sum accumulates into (torch-mlir's form). IREE 3.13 made that initial value a dispatch of
 # its own, the bias broadcast over the whole output and packed for the data-tiled matmul,
 # written and read again at every call, and vectorised in tiles of 16x256 whose code LLVM
-# took seconds over. Measured on a Zen 4 host (`benchmarks/conv_folding.py`, README "A
-# convolution's bias and BatchNorm"). Added after, the bias is an epilogue of the convolution's own dispatch.
-# GPU targets keep torch-mlir's form: not measured there.
+# took seconds over. Added after, the bias is an epilogue of the convolution's own dispatch.
+# Measured on a Zen 4 host (`benchmarks/conv_folding.py`, README "A convolution's bias and
+# BatchNorm"). GPU targets keep torch-mlir's form: not measured there.
 BIAS_AFTER = True
+_BIAS_SPLIT_OFF = _KeptWhole()  # on while `_convolution` writes a convolution whose bias it adds
 
 
 def _bias_after(x: torch.Tensor, bias: Any) -> bool:
@@ -558,8 +560,9 @@ def _convolution(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, paddi
     if _CONV_WHOLE.on:
         return NotImplemented
     if _bias_after(x, bias):
-        y = _convolution(x, w, None, stride, padding, dilation, transposed, output_padding,
-                         groups)
+        with _BIAS_SPLIT_OFF.calling():
+            y = _convolution(x, w, None, stride, padding, dilation, transposed, output_padding,
+                             groups)
         if y is NotImplemented:
             with _CONV_WHOLE.calling():
                 y = aten.convolution.default(x, w, None, stride, padding, dilation, transposed,

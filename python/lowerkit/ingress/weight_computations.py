@@ -133,7 +133,7 @@ def _recipe(edge: Any, weight_only: set, weights: dict[str, str]) -> Derivation:
     # the largest first: it names the derived weight (a filter scaled by its BatchNorm is the
     # filter's, whichever vector the graph has first)
     inputs = sorted((n for n in order if n.op == "placeholder"),
-                    key=lambda n: -n.meta["val"].numel())
+                    key=lambda n: -getattr(n.meta.get("val"), "numel", lambda: 0)())
     steps = [n for n in order if n.op != "placeholder"]
     refs = {n: i for i, n in enumerate([*inputs, *steps])}
     return Derivation(
