@@ -1825,6 +1825,11 @@ FAULTS = [
           'python/lowerkit/ingress/conv_folding.py',
           '_FLOATS = (torch.float32, torch.float64)\n',
           '_FLOATS = (torch.float32, torch.float64, torch.bfloat16)\n'),
+    Fault('bias-key-dropped', "a bias added after its convolution no longer names the shape's stored tuning choice",
+          ['test/python/test_tuning.py::test_a_stored_choice_decides_each_convolutions_form'],
+          'python/lowerkit/ingress/decompositions.py',
+          '                             tuple(dilation), bias is not None or _BIAS_SPLIT_OFF.on, groups)\n',
+          '                             tuple(dilation), bias is not None, groups)\n'),
 ]
 
 
