@@ -68,6 +68,7 @@ def compile_times(model, args, repeats: int) -> dict:
     """Per form, the median seconds of ``repeats`` compiles (interleaved) and of their
     iree-compile."""
     import lowerkit
+    from lowerkit.tools.tune import iree_compile_seconds
 
     total: dict[str, list[float]] = {f: [] for f in FORMS}
     iree: dict[str, list[float]] = {f: [] for f in FORMS}
@@ -77,7 +78,7 @@ def compile_times(model, args, repeats: int) -> dict:
                 start = time.perf_counter()
                 art = lowerkit.compile(model, args, cache=False)
                 total[form].append(time.perf_counter() - start)
-            iree[form].append(sum(r.seconds for r in art.records if r.name == "iree-compile"))
+            iree[form].append(iree_compile_seconds(art))
     return {"compile_s": {f: statistics.median(v) for f, v in total.items()},
             "iree_compile_s": {f: statistics.median(v) for f, v in iree.items()},
             "compile_samples": total, "iree_compile_samples": iree}

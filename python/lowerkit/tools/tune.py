@@ -177,13 +177,19 @@ def time_interleaved(fns: dict[str, Callable], rounds: int) -> dict[str, list[fl
     return samples
 
 
+def iree_compile_seconds(art: Any) -> float:
+    """The seconds ``art``'s compile spent in iree-compile (its stage record)."""
+    return sum(r.seconds for r in art.records if r.name == "iree-compile")
+
+
 def compare_forms(model, args: tuple, forms: dict[str, Callable[[], Any]], rounds: int,
                   **options: Any) -> dict:
     """Two or more ways lowerkit could compile ``model`` against each other: each form compiled
     (`lowerkit.compile` with ``options``, cache off) inside the context manager its factory in
     ``forms`` returns, checked against eager, and timed interleaved with eager and
     torch.compile (`time_interleaved`, medians in ms). The benchmarks of one
-    decomposition against another (depthwise.py, conv_phases.py) store this."""
+    decomposition against another (depthwise.py, conv_phases.py, conv_folding.py) store
+    this."""
     from ..api import compile as compile_program
     from ..runtime.numerics import compare
 
@@ -207,8 +213,7 @@ def compare_forms(model, args: tuple, forms: dict[str, Callable[[], Any]], round
     stats = {f: a.compile_stats or {} for f, a in arts.items()}
     return {"ms": {k: statistics.median(v) for k, v in samples.items()},
             "compile_s": compile_s,
-            "iree_compile_s": {f: sum(r.seconds for r in a.records if r.name == "iree-compile")
-                               for f, a in arts.items()},
+            "iree_compile_s": {f: iree_compile_seconds(a) for f, a in arts.items()},
             "error_over_scale": {f: c.max_rel_error for f, c in checks.items()},
             "matches_eager": all(c.ok for c in checks.values()),
             "convolutions": {f: st.get("convolutions") for f, st in stats.items()},
