@@ -1830,6 +1830,11 @@ FAULTS = [
           'python/lowerkit/ingress/decompositions.py',
           '                             tuple(dilation), bias is not None or _BIAS_SPLIT_OFF.on, groups)\n',
           '                             tuple(dilation), bias is not None, groups)\n'),
+    Fault('fold-never-through-torch-compile', "torch.compile graphs keep every convolution's scale and shift",
+          ['test/python/test_conv_folding.py::test_folding_follows_in_place_changes_through_torch_compile'],
+          'python/lowerkit/ingress/conv_folding.py',
+          '        if (rest[3] or not FOLD or',
+          '        if (rest[3] or FOLD or'),
 ]
 
 
