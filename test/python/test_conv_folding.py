@@ -197,3 +197,69 @@ def test_a_convolutions_bias_is_added_after_it_on_a_cpu(conv, shape):
     assert result.ok, result.message
     if shape == (1, 8, 20, 20):
         assert _biases("vulkan", conv, x) not in ([], ["none"])
+
+
+class Depthwise(nn.Module):
+    """Depthwise convolutions, which go per tap (no convolution op is left), each followed by a
+    BatchNorm or an affine; one read twice."""
+
+    def __init__(self, seed: int = 0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.a, self.a_bn = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), _bn(8, seed)
+        self.b = nn.Conv2d(8, 8, 3, 2, 1, groups=8)  # strided, with a bias, then an affine
+        self.b_scale = nn.Parameter(torch.randn(8, 1, 1))
+        self.b_shift = nn.Parameter(torch.randn(8, 1, 1))
+        self.c, self.c_bn = nn.Conv2d(8, 8, 3, padding=1, groups=8), _bn(8, seed + 1)
+
+    def forward(self, x):
+        y = nn.functional.relu6(self.a_bn(self.a(x)))
+        y = self.b(y) * self.b_scale - self.b_shift
+        c = self.c(y)
+        return self.c_bn(c) + c
+
+
+DW_X = torch.randn(1, 8, 14, 14, generator=torch.Generator().manual_seed(4))
+DW_FOLDED = {"a": {"a_bn.weight", "a_bn.running_var"}, "b": {"b_scale"}}
+
+
+def _tap_weights(art, conv: str) -> list[set[str]]:
+    """What each of ``conv``'s tap weights is made from."""
+    return [set(s.state_keys) for s in art.parameters if s.state_keys[0] == f"{conv}.weight"]
+
+
+def test_a_depthwise_convolution_per_tap_folds_its_batchnorm_into_its_taps():
+    """A depthwise convolution written as a sum of taps takes its chain's scale into every
+    tap's weights and its shift after the sum, through `lowerkit.compile` and torch.compile
+    alike; eager's answer, and again after another checkpoint or an in-place change."""
+    model = Depthwise(0).eval()
+    art = lowerkit.compile(model, (DW_X,), cache=False)
+    for conv, scales in DW_FOLDED.items():
+        taps = _tap_weights(art, conv)
+        assert len(taps) == 9 and all(scales <= t for t in taps), (conv, taps)
+    assert _tap_weights(art, "c") == [{"c.weight"}]  # read twice: its filter read as it is
+    assert {"b.bias", "b_scale", "b_shift"} in [set(s.state_keys) for s in art.parameters]
+    _check_dw(art, model)
+    other = Depthwise(5).eval()
+    art.bind_weights(other)
+    _check_dw(art, other)
+
+    torch._dynamo.reset()
+    backend.reset()
+    compiled = torch.compile(model, backend="lowerkit", options={"strict": True, "cache": False})
+    with torch.inference_mode():
+        _check_dw(compiled, model)
+    (record,) = backend.graphs()
+    assert any(s.derivation is not None and s.derivation.input_shapes[0] == (8, 1, 3, 3)
+               and len(s.derivation.inputs) == 3 for s in record.artifact.parameters)
+    with torch.no_grad():
+        model.a_bn.running_var.mul_(3.0)
+        model.b_scale.mul_(-1.0)
+    with torch.inference_mode():
+        _check_dw(compiled, model)
+
+
+def _check_dw(fn, want_model) -> None:
+    with torch.no_grad():
+        result = compare(fn(DW_X), want_model(DW_X))
+    assert result.ok, result.message

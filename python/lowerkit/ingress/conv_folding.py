@@ -10,6 +10,10 @@ tensors whenever weights are bound (`lowerkit.ingress.weight_computations`), so 
 checkpoint still needs no compile. Compile-time and call-time effects are measured by
 ``benchmarks/conv_folding.py``.
 
+A depthwise convolution that goes per tap (`decompositions._conv_taps`) leaves no convolution
+op: it reaches the graph as a sum of windows, each times its tap's per-channel weights. Its
+chain folds the same way, into the taps' weights.
+
 Only float32 and float64 chains are folded: the folded weights are rounded once in the
 weights' dtype, which in 16-bit floats is a change eager's per-op rounding does not make.
 """
@@ -68,15 +72,40 @@ def _step(node: Any, cur: Any, weight_only: set,
     return kind, operand, alpha
 
 
+def _chain(head: Any, weight_only: set, out: torch.Tensor,
+           shifts: int = 0) -> "tuple[list, list] | None":
+    """The adds, subtracts and multiplies by weight-only per-channel vectors that follow
+    ``head``, each the only user of the one before, with their steps (`_step`); None if there
+    is nothing to fold: no scale, and one shift at most with the ``shifts`` ``head`` adds
+    itself (a bias), already the folded form."""
+    chain, steps, cur = [], [], head
+    while len(cur.users) == 1:
+        user = next(iter(cur.users))
+        step = _step(user, cur, weight_only, out)
+        if step is None:
+            break
+        chain.append(user)
+        steps.append(step)
+        cur = user
+    if not any(kind == "mul" for kind, _, _ in steps) and len(steps) + shifts < 2:
+        return None
+    return chain, steps
+
+
 def fold(graph: "torch.fx.Graph", weight_only: set) -> int:
     """Rewrite ``graph`` in place: each ``aten.convolution`` whose weights are ``weight_only``
     nodes, followed (as its only user, and theirs) by adds, subtracts and multiplies by
     weight-only per-channel vectors, becomes the convolution by scaled weights plus one shift,
-    whose new nodes compute from weights alone (for `weight_computations.hoist` to take out).
-    Return how many convolutions were folded."""
-    folded = 0
+    whose new nodes compute from weights alone (for `weight_computations.hoist` to take out);
+    so does a depthwise convolution's sum of taps (`_tap_sum`). Return how many were folded."""
+    folded, erased = 0, set()
     for conv in list(graph.nodes):
-        if conv.op != "call_function" or conv.target is not aten.convolution.default:
+        if conv in erased or conv.op != "call_function" or not FOLD:
+            continue
+        if conv.target is aten.add.Tensor:
+            folded += _fold_taps(graph, conv, weight_only, erased)
+            continue
+        if conv.target is not aten.convolution.default:
             continue
         x, w, bias, *rest = conv.args
         out = _val(conv)
@@ -86,59 +115,65 @@ def fold(graph: "torch.fx.Graph", weight_only: set) -> int:
                 or not isinstance(out.shape[1], int)
                 or _val(w) is None or _val(w).dtype != out.dtype):
             continue
-        chain, steps, cur = [], [], conv
-        while len(cur.users) == 1:
-            user = next(iter(cur.users))
-            step = _step(user, cur, weight_only, out)
-            if step is None:
-                break
-            chain.append(user)
-            steps.append(step)
-            cur = user
-        if not any(kind == "mul" for kind, _, _ in steps) and len(steps) + (bias is not None) < 2:
-            continue  # nothing to scale, and one shift at most: already the folded form
-        _rewrite(graph, conv, chain, steps)
+        found = _chain(conv, weight_only, out, shifts=bias is not None)
+        if found is None:
+            continue
+        _rewrite(graph, conv, *found)
+        erased.update(found[0])
         folded += 1
     return folded
 
 
-def _rewrite(graph: "torch.fx.Graph", conv: Any, chain: list, steps: list) -> None:
-    """``conv`` by its weights times the steps' product of scales, plus their shift, in place
-    of ``chain`` (`fold`)."""
+def _builder(graph: "torch.fx.Graph", like: Any) -> Any:
+    """A function that adds an op's node to ``graph`` with its value computed in the values'
+    own fake mode, and ``like``'s source line."""
     import contextlib
 
     from torch._guards import detect_fake_mode
 
-    x, w, bias, *rest = conv.args
-    out = _val(conv)
-    mode = detect_fake_mode([out]) or contextlib.nullcontext()  # the values' own fake mode
-    channels, spatial = out.shape[1], [1] * (out.dim() - 2)
+    mode = detect_fake_mode([_val(like)]) or contextlib.nullcontext()
 
     def call(op: Any, *args: Any, **kwargs: Any) -> Any:
         node = graph.call_function(op, args, kwargs)
         vals = [_val(a) if isinstance(a, torch.fx.Node) else a for a in args]
         with mode:
             node.meta["val"] = op(*vals, **kwargs)
-        if "stack_trace" in conv.meta:
-            node.meta["stack_trace"] = conv.meta["stack_trace"]
+        if "stack_trace" in like.meta:
+            node.meta["stack_trace"] = like.meta["stack_trace"]
         return node
 
+    return call
+
+
+def _scale_and_shift(call: Any, steps: list, shift: Any, channels: int) -> tuple[Any, Any]:
+    """The steps' product of scales and their shift (after ``shift``, the head's own bias),
+    each a ``[channels]`` vector or None."""
+    scale = None
+    for kind, operand, alpha in steps:
+        vector = call(aten.expand.default, call(aten.reshape.default, operand, [-1]), [channels])
+        if kind == "mul":
+            scale = vector if scale is None else call(aten.mul.Tensor, scale, vector)
+            if shift is not None:
+                shift = call(aten.mul.Tensor, shift, vector)
+        elif shift is None:
+            shift = (vector if kind == "add" and alpha == 1
+                     else call(aten.mul.Tensor, vector, alpha if kind == "add" else -alpha))
+        else:
+            shift = call(getattr(aten, kind).Tensor, shift, vector, alpha=alpha)
+    return scale, shift
+
+
+def _rewrite(graph: "torch.fx.Graph", conv: Any, chain: list, steps: list) -> None:
+    """``conv`` by its weights times the steps' product of scales, plus their shift, in place
+    of ``chain`` (`fold`)."""
+    x, w, bias, *rest = conv.args
+    out = _val(conv)
+    call = _builder(graph, conv)
+    channels, spatial = out.shape[1], [1] * (out.dim() - 2)
     # after every operand (a vector's ops may come after the convolution's), before the
     # chain's end, where the folded convolution replaces the old one
-    scale, shift = None, bias
     with graph.inserting_before(chain[-1]):
-        for kind, operand, alpha in steps:
-            vector = call(aten.expand.default, call(aten.reshape.default, operand, [-1]),
-                          [channels])
-            if kind == "mul":
-                scale = vector if scale is None else call(aten.mul.Tensor, scale, vector)
-                if shift is not None:
-                    shift = call(aten.mul.Tensor, shift, vector)
-            elif shift is None:
-                shift = (vector if kind == "add" and alpha == 1
-                         else call(aten.mul.Tensor, vector, alpha if kind == "add" else -alpha))
-            else:
-                shift = call(getattr(aten, kind).Tensor, shift, vector, alpha=alpha)
+        scale, shift = _scale_and_shift(call, steps, bias, channels)
         if scale is not None:
             w = call(aten.mul.Tensor, w, call(aten.reshape.default, scale,
                                               [channels] + [1] * (_val(w).dim() - 1)))
@@ -150,3 +185,67 @@ def _rewrite(graph: "torch.fx.Graph", conv: Any, chain: list, steps: list) -> No
     chain[-1].replace_all_uses_with(result)
     for node in [*reversed(chain), conv]:
         graph.erase_node(node)
+
+
+def _tap_sum(root: Any, weight_only: set, out: torch.Tensor) -> "tuple[list, list] | None":
+    """``root`` as a sum of two or more terms, each a value times a weight-only per-channel
+    vector, and read by nothing but the sum (a depthwise convolution per tap): its terms as
+    (value, vector) in the sum's order and its nodes; None if it is not one."""
+    terms, nodes, stack = [], [], [root]
+    while stack:
+        node = stack.pop()
+        if (not isinstance(node, torch.fx.Node) or node.op != "call_function" or node.kwargs
+                or len(node.args) != 2 or node is not root and len(node.users) != 1):
+            return None
+        nodes.append(node)
+        if node.target is aten.add.Tensor:
+            stack.extend(reversed(node.args))  # the left operand first: the sum's order
+            continue
+        if node.target is not aten.mul.Tensor:
+            return None
+        a, b = node.args
+        value, vector = (a, b) if b in weight_only else (b, a)
+        val, other = _val(node), _val(vector)
+        if (vector not in weight_only or value in weight_only
+                or not isinstance(val, torch.Tensor) or val.shape != out.shape
+                or val.dtype != out.dtype or not isinstance(other, torch.Tensor)
+                or other.dtype != out.dtype or not _per_channel(other, out)
+                or other.dim() < out.dim() - 1):
+            return None
+        terms.append((value, vector))
+    return (terms, nodes) if len(terms) >= 2 else None
+
+
+def _fold_taps(graph: "torch.fx.Graph", root: Any, weight_only: set, erased: set) -> int:
+    """`fold` for a sum of taps (`_tap_sum`) ending at ``root``: each tap's vector times the
+    chain's scale, and the sum plus its shift, in place of the chain."""
+    out = _val(root)
+    if (not isinstance(out, torch.Tensor) or out.dtype not in _FLOATS or out.dim() < 2
+            or not isinstance(out.shape[1], int)):
+        return 0
+    found = _tap_sum(root, weight_only, out)
+    chain_steps = found and _chain(root, weight_only, out)
+    if not chain_steps:
+        return 0
+    (terms, nodes), (chain, steps) = found, chain_steps
+    channels, spatial = out.shape[1], [1] * (out.dim() - 2)
+    call = _builder(graph, root)
+    with graph.inserting_before(chain[-1]):
+        scale, shift = _scale_and_shift(call, steps, None, channels)
+        vectors = [v for _, v in terms]
+        if scale is not None:  # along the channel dim of each tap's vector
+            vectors = [call(aten.mul.Tensor, v, call(aten.reshape.default, scale, [
+                channels if i == 1 - (out.dim() - _val(v).dim()) else 1
+                for i in range(_val(v).dim())])) for v in vectors]
+        result = None
+        for (value, _), vector in zip(terms, vectors):
+            term = call(aten.mul.Tensor, value, vector)
+            result = term if result is None else call(aten.add.Tensor, result, term)
+        if shift is not None:
+            result = call(aten.add.Tensor, result,
+                          call(aten.reshape.default, shift, [1, channels, *spatial]))
+    chain[-1].replace_all_uses_with(result)
+    for node in [*reversed(chain), *nodes]:  # the sum's nodes: its root first
+        graph.erase_node(node)
+    erased.update(chain)
+    return 1
