@@ -3,10 +3,12 @@
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_folding.py --json benchmarks/results/conv-folding.json
     .venv/bin/python benchmarks/conv_folding.py --models resnet18 --repeats 1   # one model, no file
 
-Each program is compiled three ways: as before (torch-mlir's convolution with its bias as the
+Each program is compiled four ways: as before (torch-mlir's convolution with its bias as the
 sum's initial value, and a BatchNorm's four vectors applied to the result), with the bias added
-after the convolution (`lowerkit.ingress.decompositions.BIAS_AFTER`), and with both that and the
-fold (`lowerkit.ingress.conv_folding`), which is what lowerkit now does. Calls are timed
+after the convolution (`lowerkit.ingress.decompositions.BIAS_AFTER`), with that and the fold
+(`lowerkit.ingress.conv_folding`) of convolution ops only (``taps unfolded``: a depthwise
+convolution that goes per tap keeps its chain, `conv_folding.FOLD_TAPS`), and with the fold of
+its taps too, which is what lowerkit now does. Calls are timed
 interleaved with eager and torch.compile (`lowerkit.tools.tune.compare_forms`, medians of
 rounds); each form is then compiled ``--repeats`` more times, interleaved, for the median
 compile time (cache off, in a process that has compiled before) and iree-compile's share.
@@ -20,25 +22,27 @@ import statistics
 import time
 import warnings
 
-FORMS = ("before", "bias after", "both (now)")
+FORMS = ("before", "bias after", "taps unfolded", "both (now)")
 MODELS = ("resnet18", "resnet50", "mobilenet_v2", "dw_separable", "dw_separable_fused",
           "pointwise_bias")
 
 
 @contextlib.contextmanager
-def _form(bias_after: bool, fold: bool):
+def _form(bias_after: bool, fold: bool, taps: bool):
     from lowerkit.ingress import conv_folding, decompositions
 
-    keep = decompositions.BIAS_AFTER, conv_folding.FOLD
-    decompositions.BIAS_AFTER, conv_folding.FOLD = bias_after, fold
+    keep = decompositions.BIAS_AFTER, conv_folding.FOLD, conv_folding.FOLD_TAPS
+    decompositions.BIAS_AFTER, conv_folding.FOLD, conv_folding.FOLD_TAPS = bias_after, fold, taps
     try:
         yield
     finally:
-        decompositions.BIAS_AFTER, conv_folding.FOLD = keep
+        decompositions.BIAS_AFTER, conv_folding.FOLD, conv_folding.FOLD_TAPS = keep
 
 
-CONTEXTS = {"before": lambda: _form(False, False), "bias after": lambda: _form(True, False),
-            "both (now)": lambda: _form(True, True)}
+CONTEXTS = {"before": lambda: _form(False, False, False),
+            "bias after": lambda: _form(True, False, False),
+            "taps unfolded": lambda: _form(True, True, False),
+            "both (now)": lambda: _form(True, True, True)}
 
 
 def _program(name: str):
@@ -111,14 +115,15 @@ def main(argv: list[str] | None = None) -> int:
             row.update(compile_times(model, args, opts.repeats))
         rows.append(row)
     table = Table(title=f"ms a call (median of {opts.rounds}); compile s (median of "
-                        f"{opts.repeats}), before / bias after / both")
-    for col in ("", "eager", "torch.compile", *FORMS, "before / now", "now × eager",
-                "compile s", "iree-compile s", "dispatches", "matches eager"):
+                        f"{opts.repeats}), {' / '.join(FORMS)}")
+    for col in ("", "eager", "torch.compile", *FORMS, "before / now", "taps unfolded / now",
+                "now × eager", "compile s", "iree-compile s", "dispatches", "matches eager"):
         table.add_column(col)
     for r in rows:
         ms = r["ms"]
         table.add_row(r["name"], *(f"{ms[k]:.3f}" for k in ("eager", "torch.compile", *FORMS)),
                       f"{ms['before'] / ms['both (now)']:.2f}",
+                      f"{ms['taps unfolded'] / ms['both (now)']:.2f}",
                       f"{ms['eager'] / ms['both (now)']:.2f}",
                       " / ".join(f"{r['compile_s'][f]:.2f}" for f in FORMS),
                       " / ".join(f"{r['iree_compile_s'][f]:.2f}" for f in FORMS),
@@ -127,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     console.print(table)
     if opts.json:
         write_results(opts.json, {"meta": meta, "rounds": opts.rounds, "repeats": opts.repeats,
-                                  "rows": rows})
+                                  "forms": list(FORMS), "rows": rows})
         print(f"wrote {opts.json}")
     return 0
 

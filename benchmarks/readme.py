@@ -637,24 +637,36 @@ def render_conv_phases(data: dict, path: str) -> str:
 _FOLDING_FORMS = ("before", "bias after", "both (now)")
 
 
+_FOLDING_HEADS = {"before": "before", "bias after": "bias after",
+                  "taps unfolded": "folded, a depthwise convolution's taps not",
+                  "both (now)": "bias after and folded (now)"}
+
+
 def render_conv_folding(data: dict, path: str) -> str:
-    """Each program three ways: as before, with the bias after, and with the fold too."""
-    lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | eager | torch.compile "
-             "| before | bias after | bias after and folded (now) | before / now | eager / now "
-             f"| compile s (median of {data['repeats']}): before / bias after / now "
+    """Each program three ways (as before, with the bias after, with the fold too), or four
+    (the fold without a depthwise convolution's taps before the last)."""
+    forms = tuple(data.get("forms", _FOLDING_FORMS))
+    taps = "taps unfolded" in forms
+    short = " / ".join("now" if f == "both (now)" else "taps not" if f == "taps unfolded" else f
+                       for f in forms)
+    lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | eager | torch.compile | "
+             + " | ".join(_FOLDING_HEADS[f] for f in forms) + " | before / now | "
+             + ("taps not / now | " if taps else "") + "eager / now "
+             f"| compile s (median of {data['repeats']}): {short} "
              "| iree-compile s: the same | dispatches: the same | error / scale |",
-             "| --- |" + " ---: |" * 10]
+             "| --- |" + " ---: |" * (8 + len(forms) + taps)]
     for r in data["rows"]:
         if not r["matches_eager"]:
             raise ResultError(f"{path}: {r['name']} did not match eager")
         ms = r["ms"]
         lines.append(f"| {r['name']} | " + " | ".join(_num(ms[k]) for k in (
-            "eager", "torch.compile", *_FOLDING_FORMS))
+            "eager", "torch.compile", *forms))
             + f" | {_ratio(ms['before'] / ms['both (now)'])}"
-            f" | {_ratio(ms['eager'] / ms['both (now)'])}"
-            " | " + " / ".join(_seconds(r["compile_s"][f]) for f in _FOLDING_FORMS)
-            + " | " + " / ".join(_seconds(r["iree_compile_s"][f]) for f in _FOLDING_FORMS)
-            + " | " + " / ".join(str(r["dispatches"][f]) for f in _FOLDING_FORMS)
+            + (f" | {_ratio(ms['taps unfolded'] / ms['both (now)'])}" if taps else "")
+            + f" | {_ratio(ms['eager'] / ms['both (now)'])}"
+            " | " + " / ".join(_seconds(r["compile_s"][f]) for f in forms)
+            + " | " + " / ".join(_seconds(r["iree_compile_s"][f]) for f in forms)
+            + " | " + " / ".join(str(r["dispatches"][f]) for f in forms)
             + f" | {_num(max(r['error_over_scale'].values()), 2)} |")
     return (("\n".join(lines)) + f"\n\nLoad average {_num(data['load_after'], 2)} at the end of "
             f"the run.\n\n{provenance(path, data['meta'])}")

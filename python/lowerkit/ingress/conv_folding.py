@@ -30,6 +30,8 @@ _CHAIN_OPS = {aten.add.Tensor: "add", aten.sub.Tensor: "sub", aten.mul.Tensor: "
 _FLOATS = (torch.float32, torch.float64)
 # False leaves every convolution's scale and shift in the program (the benchmark's switch)
 FOLD = True
+# False leaves a sum of taps' scale and shift (a depthwise convolution per tap) in the program
+FOLD_TAPS = True
 
 
 def _val(node: Any) -> Any:
@@ -103,7 +105,7 @@ def fold(graph: "torch.fx.Graph", weight_only: set) -> int:
         if conv in erased or conv.op != "call_function" or not FOLD:
             continue
         if conv.target is aten.add.Tensor:
-            folded += _fold_taps(graph, conv, weight_only, erased)
+            folded += _fold_taps(graph, conv, weight_only, erased) if FOLD_TAPS else 0
             continue
         if conv.target is not aten.convolution.default:
             continue
