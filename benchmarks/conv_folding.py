@@ -11,7 +11,8 @@ convolution that goes per tap keeps its chain, `conv_folding.FOLD_TAPS`), and wi
 its taps too, which is what lowerkit now does. Calls are timed
 interleaved with eager and torch.compile (`lowerkit.tools.tune.compare_forms`, medians of
 rounds); each form is then compiled ``--repeats`` more times, interleaved, for the median
-compile time (cache off, in a process that has compiled before) and iree-compile's share.
+compile time (cache off, in a process that has compiled before), iree-compile's share and the
+number of parameters the program reads (the model's tensors and the derived weights).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def compile_times(model, args, repeats: int) -> dict:
 
     total: dict[str, list[float]] = {f: [] for f in FORMS}
     iree: dict[str, list[float]] = {f: [] for f in FORMS}
+    parameters: dict[str, int] = {}
     for _ in range(repeats):
         for form in FORMS:
             with CONTEXTS[form]():
@@ -83,9 +85,10 @@ def compile_times(model, args, repeats: int) -> dict:
                 art = lowerkit.compile(model, args, cache=False)
                 total[form].append(time.perf_counter() - start)
             iree[form].append(iree_compile_seconds(art))
+            parameters[form] = len(art.parameters)
     return {"compile_s": {f: statistics.median(v) for f, v in total.items()},
             "iree_compile_s": {f: statistics.median(v) for f, v in iree.items()},
-            "compile_samples": total, "iree_compile_samples": iree}
+            "compile_samples": total, "iree_compile_samples": iree, "parameters": parameters}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title=f"ms a call (median of {opts.rounds}); compile s (median of "
                         f"{opts.repeats}), {' / '.join(FORMS)}")
     for col in ("", "eager", "torch.compile", *FORMS, "before / now", "taps unfolded / now",
-                "now × eager", "compile s", "iree-compile s", "dispatches", "matches eager"):
+                "now × eager", "compile s", "iree-compile s", "dispatches", "parameters",
+                "matches eager"):
         table.add_column(col)
     for r in rows:
         ms = r["ms"]
@@ -128,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                       " / ".join(f"{r['compile_s'][f]:.2f}" for f in FORMS),
                       " / ".join(f"{r['iree_compile_s'][f]:.2f}" for f in FORMS),
                       " / ".join(str(r["dispatches"][f]) for f in FORMS),
+                      " / ".join(str(r["parameters"][f]) for f in FORMS),
                       str(r["matches_eager"]))
     console.print(table)
     if opts.json:

@@ -647,14 +647,16 @@ def render_conv_folding(data: dict, path: str) -> str:
     (the fold without a depthwise convolution's taps before the last)."""
     forms = tuple(data.get("forms", _FOLDING_FORMS))
     taps = "taps unfolded" in forms
+    params = all("parameters" in r for r in data["rows"])
     short = " / ".join("now" if f == "both (now)" else "taps not" if f == "taps unfolded" else f
                        for f in forms)
     lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | eager | torch.compile | "
              + " | ".join(_FOLDING_HEADS[f] for f in forms) + " | before / now | "
              + ("taps not / now | " if taps else "") + "eager / now "
              f"| compile s (median of {data['repeats']}): {short} "
-             "| iree-compile s: the same | dispatches: the same | error / scale |",
-             "| --- |" + " ---: |" * (8 + len(forms) + taps)]
+             "| iree-compile s: the same | dispatches: the same "
+             + ("| parameters: the same " if params else "") + "| error / scale |",
+             "| --- |" + " ---: |" * (8 + len(forms) + taps + params)]
     for r in data["rows"]:
         if not r["matches_eager"]:
             raise ResultError(f"{path}: {r['name']} did not match eager")
@@ -667,6 +669,8 @@ def render_conv_folding(data: dict, path: str) -> str:
             " | " + " / ".join(_seconds(r["compile_s"][f]) for f in forms)
             + " | " + " / ".join(_seconds(r["iree_compile_s"][f]) for f in forms)
             + " | " + " / ".join(str(r["dispatches"][f]) for f in forms)
+            + ("".join([" | ", " / ".join(str(r["parameters"][f]) for f in forms)])
+               if params else "")
             + f" | {_num(max(r['error_over_scale'].values()), 2)} |")
     return (("\n".join(lines)) + f"\n\nLoad average {_num(data['load_after'], 2)} at the end of "
             f"the run.\n\n{provenance(path, data['meta'])}")
@@ -1470,6 +1474,12 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_folding.py"
          " --models resnet18,resnet50 --repeats 9"
          " --json benchmarks/results/conv-folding-compile.json",),
+        render_conv_folding, torch_threads=2),
+    "conv-folding-taps": Block(
+        ("conv-folding-taps.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_folding.py"
+         " --models dw_separable,mobilenet_v2"
+         " --json benchmarks/results/conv-folding-taps.json",),
         render_conv_folding, torch_threads=2),
     "real-shapes": Block(
         ("real-shapes.json",),
