@@ -1478,7 +1478,7 @@ BLOCKS: dict[str, Block] = {
     "conv-folding-taps": Block(
         ("conv-folding-taps.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_folding.py"
-         " --models dw_separable,mobilenet_v2"
+         " --models dw_separable,mobilenet_v2 --repeats 5"
          " --json benchmarks/results/conv-folding-taps.json",),
         render_conv_folding, torch_threads=2),
     "real-shapes": Block(
