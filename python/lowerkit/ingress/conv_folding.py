@@ -219,7 +219,7 @@ def _tap_sum(root: Any, weight_only: set, out: torch.Tensor) -> "tuple[list, lis
 
 
 def _fold_taps(graph: "torch.fx.Graph", root: Any, weight_only: set, erased: set) -> int:
-    """`fold` for a sum of taps (`_tap_sum`) ending at ``root``: each tap's vector times the
+    """`fold` for a sum of taps (`_tap_sum`) ending at ``root``: the taps' weights times the
     chain's scale, and the sum plus its shift, in place of the chain."""
     out = _val(root)
     if (not isinstance(out, torch.Tensor) or out.dtype not in _FLOATS or out.dim() < 2
@@ -230,15 +230,24 @@ def _fold_taps(graph: "torch.fx.Graph", root: Any, weight_only: set, erased: set
     if not chain_steps:
         return 0
     (terms, nodes), (chain, steps) = found, chain_steps
+    # the taps' vectors are slices of one tensor (`_conv_taps`' ``per_tap[tap]``), which is
+    # scaled once: one derived weight read through its slices (`weight_computations.hoist`)
+    vectors = [v for _, v in terms]
+    base = vectors[0].args[0] if vectors[0].target is aten.select.int else None
+    if base is None or set(base.users) != set(vectors) or not all(
+            v.target is aten.select.int and v.args[0] is base and v.args[1] == 0
+            for v in vectors):
+        return 0
     channels, spatial = out.shape[1], [1] * (out.dim() - 2)
     call = _builder(graph, root)
     with graph.inserting_before(chain[-1]):
         scale, shift = _scale_and_shift(call, steps, None, channels)
-        vectors = [v for _, v in terms]
-        if scale is not None:  # along the channel dim of each tap's vector
-            vectors = [call(aten.mul.Tensor, v, call(aten.reshape.default, scale, [
-                channels if i == 1 - (out.dim() - _val(v).dim()) else 1
-                for i in range(_val(v).dim())])) for v in vectors]
+        if scale is not None:  # along the channel dim, one after a tap's
+            dims = _val(base).dim()
+            channel = 2 - (out.dim() - (dims - 1))
+            base = call(aten.mul.Tensor, base, call(aten.reshape.default, scale, [
+                channels if i == channel else 1 for i in range(dims)]))
+            vectors = [call(aten.select.int, base, 0, v.args[2]) for v in vectors]
         result = None
         for (value, _), vector in zip(terms, vectors):
             term = call(aten.mul.Tensor, value, vector)

@@ -99,24 +99,45 @@ def hoist(graph: "torch.fx.Graph", weights: dict[str, str]) -> dict[str, tuple[s
     for node in list(graph.nodes):
         if node.target is _ASSERT_METADATA and node.args and node.args[0] in weight_only:
             graph.erase_node(node)
-    edges = [n for n in graph.nodes if computes.get(n)
-             and any(u not in weight_only for u in n.users)]
+    edges = _read_through_views([n for n in graph.nodes if computes.get(n)
+                                 and any(u not in weight_only for u in n.users)])
     if not edges:
         return {}
     first_op = next(n for n in graph.nodes if n.op != "placeholder")
     made: dict[str, tuple[str, Derivation]] = {}
-    for edge in edges:
+    for edge, through_views in edges:
         derivation = _recipe(edge, weight_only, weights)
         with graph.inserting_before(first_op):
             placeholder = graph.placeholder(f"derived_{edge.name}")
         placeholder.meta = dict(edge.meta)
-        edge.replace_all_uses_with(placeholder, delete_user_cb=lambda u: u not in weight_only)
+        edge.replace_all_uses_with(
+            placeholder, delete_user_cb=lambda u: through_views or u not in weight_only)
         made[placeholder.name] = (f"{derivation.inputs[0]}@{edge.name}", derivation)
 
     for node in reversed(list(graph.nodes)):  # what only the hoisted values read
         if node in weight_only and not node.users:
             graph.erase_node(node)
     return made
+
+
+def _read_through_views(edges: list) -> list[tuple[Any, bool]]:
+    """Each edge, and whether the program reads it through views. Where a computed value has
+    two or more users and every one is an edge that only views it (a depthwise filter scaled
+    by its BatchNorm, then sliced into its taps: `conv_folding`), the value is the edge, and
+    its views stay in the program: one derived weight, not one a view."""
+    is_edge = set(edges)
+    out: list[tuple[Any, bool]] = []
+    for edge in edges:
+        inputs = edge.all_input_nodes
+        source = inputs[0] if len(inputs) == 1 and not _computes(edge) else None
+        if (source is not None and source.op == "call_function" and _computes(source)
+                and len(source.users) >= 2
+                and all(u in is_edge and not _computes(u) for u in source.users)):
+            if (source, True) not in out:
+                out.append((source, True))
+        else:
+            out.append((edge, False))
+    return out
 
 
 def _recipe(edge: Any, weight_only: set, weights: dict[str, str]) -> Derivation:
