@@ -1865,6 +1865,21 @@ FAULTS = [
           'python/lowerkit/ingress/weight_computations.py',
           '                and len(source.users) >= 2\n',
           '                and len(source.users) >= 99\n'),
+    Fault('shared-mask-copied', "a mask every head shares is still copied to each before the attention",
+          ['test/python/test_attention.py::test_a_mask_shared_by_every_head_is_read_once_not_copied_to_each'],
+          'python/lowerkit/passes/attention.py',
+          '            shared = None if fuse else _shared_mask(inputs[3], ir, m, s)\n',
+          '            shared = None\n'),
+    Fault('shared-mask-any-batch', "a mask that differs per batch entry is read as one for all",
+          ['test/python/test_attention.py::test_a_mask_shared_by_every_head_is_read_once_not_copied_to_each'],
+          'python/lowerkit/passes/attention.py',
+          '    if (shape is None or shape[0][-2:] != [m, s] or any(d != 1 for d in shape[0][:-2])\n',
+          '    if (shape is None or shape[0][-2:] != [m, s]\n'),
+    Fault('shared-mask-transposed', "a shared mask is read with its rows and keys swapped",
+          ['test/python/test_attention.py::test_a_mask_shared_by_every_head_is_read_once_not_copied_to_each'],
+          'python/lowerkit/passes/attention.py',
+          "        maps.append(f\"affine_map<{_MAPS5}({'d1, d4' if shared_mask else 'd0, d1, d4'})>\")\n",
+          "        maps.append(f\"affine_map<{_MAPS5}({'d4, d1' if shared_mask else 'd0, d1, d4'})>\")\n"),
 ]
 
 
