@@ -1427,6 +1427,18 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention_loop.py"
          " --tiles '32,2,32' --json benchmarks/results/attention-loop-zen4.json",),
         render_attention_loop),
+    "attention-masks-before": Block(
+        ("attention-masks-before.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --cases d64-mask-128,d64-mask-1024,d64-mask-4096,d64-boolmask-1024 --no-profile"
+         " --rounds 9 --json benchmarks/results/attention-masks-before.json",),
+        render_attention, torch_threads=2),
+    "attention-masks": Block(
+        ("attention-masks.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --cases d64-mask-128,d64-mask-1024,d64-mask-4096,d64-boolmask-1024 --no-profile"
+         " --rounds 9 --json benchmarks/results/attention-masks.json",),
+        render_attention, torch_threads=2),
     "attention-tiles-zen4": Block(
         ("attention-tiles-zen4.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
