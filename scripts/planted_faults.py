@@ -1876,6 +1876,16 @@ FAULTS = [
           'python/lowerkit/passes/attention.py',
           "        maps.append(f\"affine_map<{_MAPS5}({'d1, d4' if shared_mask else 'd0, d1, d4'})>\")\n",
           "        maps.append(f\"affine_map<{_MAPS5}({'d4, d1' if shared_mask else 'd0, d1, d4'})>\")\n"),
+    Fault('huge-pages-never', "a large input is copied into IREE's memory page by page, as a small one",
+          ['test/python/test_huge_pages.py::test_a_large_input_is_copied_in_huge_pages_with_the_same_answer'],
+          'python/lowerkit/runtime/executable.py',
+          '        huge = huge_pages.MIN_BYTES if self.driver.startswith("local-") else math.inf\n',
+          '        huge = math.inf\n'),
+    Fault('huge-pages-short-copy', "a large input's first row is not copied into its huge pages",
+          ['test/python/test_huge_pages.py::test_a_large_input_is_copied_in_huge_pages_with_the_same_answer'],
+          'python/lowerkit/runtime/huge_pages.py',
+          '    np.copyto(view, arr)\n',
+          '    np.copyto(view[1:], arr[1:])\n'),
 ]
 
 

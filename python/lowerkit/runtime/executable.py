@@ -18,6 +18,7 @@ import torch
 
 from ..errors import CheckError, DeviceLostError, LowerkitError, TargetError
 from ..ir import CHECK_MARK
+from . import huge_pages
 from .worker_stack import ensure_worker_stacks
 from .yielding_wait import YieldingWait
 
@@ -195,6 +196,7 @@ class Executable:
         hal = _hal(rt)
         alloc = device.allocator.allocate_buffer_copy
         memory, usage, element_types = hal.memory, hal.usage, hal.element_types
+        huge = huge_pages.MIN_BYTES if self.driver.startswith("local-") else math.inf
         args = rt.VmVariantList(len(tensors))
         push = args.push_ref
         widen = self.widen
@@ -212,7 +214,10 @@ class Executable:
                 arr = t.view(torch.int16).numpy().view(np.uint16)
             else:
                 arr = t.numpy()
-            push(alloc(memory, usage, device, arr, element_types[t.dtype]))
+            if arr.nbytes >= huge:  # host memory: a large one's pages faulted in as huge ones
+                push(huge_pages.copy_in(rt, device, memory, usage, arr, element_types[t.dtype]))
+            else:
+                push(alloc(memory, usage, device, arr, element_types[t.dtype]))
         results = rt.VmVariantList(n_results)
         try:
             seconds = self.call(context, fn, args, results)
