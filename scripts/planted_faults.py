@@ -1886,6 +1886,21 @@ FAULTS = [
           'python/lowerkit/runtime/huge_pages.py',
           '    np.copyto(view, arr)\n',
           '    np.copyto(view[1:], arr[1:])\n'),
+    Fault('causal-chunks-never', "a long causal attention computes every key tile of every row",
+          ['test/python/test_attention.py::test_a_long_causal_attention_goes_in_chunks_of_rows_over_the_keys_they_see'],
+          'python/lowerkit/ingress/decompositions.py',
+          '        if attn_mask is None and is_causal and not _SDPA_MASK_READY.on:\n',
+          '        if False:\n'),
+    Fault('causal-chunks-diagonal-masked', "a causal chunk's mask hides each row's own key",
+          ['test/python/test_attention.py::test_a_long_causal_attention_goes_in_chunks_of_rows_over_the_keys_they_see'],
+          'python/lowerkit/ingress/decompositions.py',
+          '        mask = torch.where(keys <= rows, 0.0, float("-inf")).to(query.dtype).expand(\n',
+          '        mask = torch.where(keys < rows, 0.0, float("-inf")).to(query.dtype).expand(\n'),
+    Fault('causal-chunks-reordered', "a causal attention's chunks are put back in the wrong order",
+          ['test/python/test_attention.py::test_a_long_causal_attention_goes_in_chunks_of_rows_over_the_keys_they_see'],
+          'python/lowerkit/ingress/decompositions.py',
+          '    return torch.cat(outs, dim=-2)\n',
+          '    return torch.cat(outs[::-1], dim=-2)\n'),
 ]
 
 

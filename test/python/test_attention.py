@@ -272,3 +272,25 @@ def test_a_mask_shared_by_every_head_is_read_once_not_copied_to_each():
         assert any(b"broadcast" in e for e in exports) == copied, (batch, exports)
         result = compare(art(q, k, v, mask), fn(q, k, v, mask), tol=TOL)
         assert result.ok, (batch, result.message)
+
+
+def test_a_long_causal_attention_goes_in_chunks_of_rows_over_the_keys_they_see():
+    """IREE's attention computes every key tile of every row, the masked ones too: a causal
+    attention over 1024 positions or more goes as one attention per chunk of query rows, each
+    over the keys up to its last row, its mask computed inside the dispatch. A length that
+    does not split into whole key tiles stays one attention. Both give eager's answer."""
+    import re
+
+    from lowerkit.ingress import decompositions
+
+    torch.manual_seed(0)
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+    for length, attentions in ((1024, decompositions.SDPA_CAUSAL_CHUNKS), (1000, 1)):
+        q, k, v = (torch.randn(1, 2, length, 16) for _ in range(3))
+        art = lowerkit.compile(fn, (q, k, v), cache=False)
+        exports = set(re.findall(rb"main_dispatch_\d+_[a-z_]+[0-9x]*", art.vmfb))
+        keys = {e.rsplit(b"x", 1)[1] for e in exports if b"attention" in e}
+        assert len(keys) == attentions, (length, exports)  # each chunk over its own keys
+        assert not any(b"broadcast" in e for e in exports), exports
+        result = compare(art(q, k, v), fn(q, k, v), tol=TOL)
+        assert result.ok, (length, result.message)
