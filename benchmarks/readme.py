@@ -1445,6 +1445,18 @@ BLOCKS: dict[str, Block] = {
          " --cases d64-mask-128,d64-mask-1024,d64-mask-4096,d64-boolmask-1024 --no-profile"
          " --rounds 9 --json benchmarks/results/attention-masks-huge-pages.json",),
         render_attention, torch_threads=2),
+    "attention-causal-before": Block(
+        ("attention-causal-before.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --cases d64-causal-128,d64-causal-1024,d64-causal-4096 --no-profile --rounds 9"
+         " --json benchmarks/results/attention-causal-before.json",),
+        render_attention, torch_threads=2),
+    "attention-causal": Block(
+        ("attention-causal.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --cases d64-causal-128,d64-causal-1024,d64-causal-4096 --no-profile --rounds 9"
+         " --json benchmarks/results/attention-causal.json",),
+        render_attention, torch_threads=2),
     "attention-tiles-zen4": Block(
         ("attention-tiles-zen4.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
