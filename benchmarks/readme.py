@@ -1165,6 +1165,12 @@ BLOCKS: dict[str, Block] = {
          " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
          " --json benchmarks/results/real-shapes-zen4-s64-final.json",),
         render_real_shapes, torch_threads=2),
+    "real-shapes-zen4-s66": Block(
+        ("real-shapes-zen4-s66.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --target cpu"
+         " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
+         " --json benchmarks/results/real-shapes-zen4-s66.json",),
+        render_real_shapes, torch_threads=2),
     "real-ceiling-zen4": Block(
         ("real-ceiling-zen4.json",),
         (".venv/bin/python benchmarks/real_ceiling.py --run benchmarks/results/real-shapes-zen4-s62.json"
