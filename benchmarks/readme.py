@@ -1222,6 +1222,11 @@ BLOCKS: dict[str, Block] = {
          " resnet18,resnet50 --repeats 7"
          " --json benchmarks/results/compile-cold-zen4-s65-again.json",),
         render_compile_cold),
+    "compile-cold-zen4-s66": Block(
+        ("compile-cold-zen4-s66.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/compile_cold.py"
+         " resnet18,resnet50 --repeats 5 --json benchmarks/results/compile-cold-zen4-s66.json",),
+        render_compile_cold),
     "compile-cold-zen4-s64-again": Block(
         ("compile-cold-zen4-s64-again.json",),
         ("(straight after, one commit later: a test) LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE"
