@@ -1438,6 +1438,11 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention_loop.py"
          " --tiles '32,2,32' --json benchmarks/results/attention-loop-zen4.json",),
         render_attention_loop),
+    "attention-zen4-s66": Block(
+        ("attention-zen4-s66.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --no-profile --rounds 9 --json benchmarks/results/attention-zen4-s66.json",),
+        render_attention, torch_threads=2),
     "attention-masks-before": Block(
         ("attention-masks-before.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
