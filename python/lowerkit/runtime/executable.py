@@ -196,7 +196,8 @@ class Executable:
         hal = _hal(rt)
         alloc = device.allocator.allocate_buffer_copy
         memory, usage, element_types = hal.memory, hal.usage, hal.element_types
-        huge = huge_pages.MIN_BYTES if self.driver.startswith("local-") else math.inf
+        huge = (huge_pages.MIN_BYTES if self.driver.startswith("local-") and huge_pages.madvise()
+                else math.inf)
         args = rt.VmVariantList(len(tensors))
         push = args.push_ref
         widen = self.widen

@@ -27,8 +27,9 @@ _MADV_HUGEPAGE = 14  # Linux's, on every architecture
 
 
 @functools.lru_cache(maxsize=1)
-def _madvise() -> Any:
-    """libc's ``madvise``, or None off Linux or where it cannot be found."""
+def madvise() -> Any:
+    """libc's ``madvise``, or None off Linux or where it cannot be found (`copy_in` is then
+    not used)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -42,14 +43,8 @@ def _madvise() -> Any:
 
 def copy_in(rt: Any, device: Any, memory: Any, usage: Any, arr: np.ndarray,
             element_type: Any) -> Any:
-    """``arr`` copied into a new buffer view on a host ``device``: in huge pages where it is
-    `MIN_BYTES` or more and the kernel takes the advice, as ``allocate_buffer_copy`` would
-    otherwise."""
-    madvise = _madvise() if arr.nbytes >= MIN_BYTES else None
-    if madvise is None:
-        return device.allocator.allocate_buffer_copy(
-            memory_type=memory, allowed_usage=usage, device=device, buffer=arr,
-            element_type=element_type)
+    """``arr`` (`MIN_BYTES` or more) copied into a new buffer view on a host ``device``, its
+    pages advised as huge ones (where `madvise` is found)."""
     buffer = device.allocator.allocate_buffer(
         memory_type=memory | rt.MemoryType.HOST_VISIBLE, allowed_usage=usage,
         allocation_size=arr.nbytes)
@@ -58,7 +53,7 @@ def copy_in(rt: Any, device: Any, memory: Any, usage: Any, arr: np.ndarray,
     start = -(-view.ctypes.data // HUGE_PAGE) * HUGE_PAGE
     end = (view.ctypes.data + arr.nbytes) // HUGE_PAGE * HUGE_PAGE
     if end > start:
-        madvise(start, end - start, _MADV_HUGEPAGE)  # advice: refused, it changes nothing
+        madvise()(start, end - start, _MADV_HUGEPAGE)  # advice: refused, it changes nothing
     np.copyto(view, arr)
     del view, mapping
     return rt.HalBufferView(buffer, list(arr.shape), element_type)
