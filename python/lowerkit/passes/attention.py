@@ -197,11 +197,13 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
         in_types.append(mask_2d if shared_mask else types[3])
     maps.append(f"affine_map<{_MAPS5}(d0, d1, d2)>")
     params = ", ".join(f"{a}: {t}" for a, t in zip(args, types))
-    rank = types[3].count("x") if len(types) == 4 else 0
-    collapse = (f"  %mask2 = tensor.collapse_shape %mask [[{', '.join(map(str, range(rank - 1)))}], "
-                f"[{rank - 1}]] : {types[3] if len(types) == 4 else ''} into {mask_2d} {loc}\n"
-                if shared_mask and rank > 2 else "")
-    masked = "%mask2" if collapse else "%mask"
+    collapse, masked = "", "%mask"
+    rank = types[3].count("x") if shared_mask else 0
+    if rank > 2:  # a shared [1, ..., L, S] mask read as [L, S]
+        leading = ", ".join(map(str, range(rank - 1)))
+        collapse = (f"  %mask2 = tensor.collapse_shape %mask [[{leading}], [{rank - 1}]] : "
+                    f"{types[3]} into {mask_2d} {loc}\n")
+        masked = "%mask2"
     return f"""func.func private @{name}({params}) -> {out} {{
   %scale = arith.constant {_float(scale, element)} : {element} {loc}
   %kt0 = tensor.empty() : {kt} {loc}
