@@ -111,7 +111,7 @@ def fold(graph: "torch.fx.Graph", weight_only: set) -> int:
             continue
         x, w, bias, *rest = conv.args
         out = _val(conv)
-        if (rest[3] or not FOLD or w not in weight_only
+        if (rest[3] or w not in weight_only
                 or bias is not None and bias not in weight_only
                 or not isinstance(out, torch.Tensor) or out.dtype not in _FLOATS
                 or not isinstance(out.shape[1], int)
