@@ -127,13 +127,15 @@ def _read_through_views(edges: list) -> list[tuple[Any, bool]]:
     its views stay in the program: one derived weight, not one a view."""
     is_edge = set(edges)
     out: list[tuple[Any, bool]] = []
+    sources: set[Any] = set()
     for edge in edges:
         inputs = edge.all_input_nodes
         source = inputs[0] if len(inputs) == 1 and not _computes(edge) else None
         if (source is not None and source.op == "call_function" and _computes(source)
                 and len(source.users) >= 2
                 and all(u in is_edge and not _computes(u) for u in source.users)):
-            if (source, True) not in out:
+            if source not in sources:
+                sources.add(source)
                 out.append((source, True))
         else:
             out.append((edge, False))
