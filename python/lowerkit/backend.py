@@ -418,7 +418,8 @@ def _composites_as_export_keeps_them(example_inputs: Sequence[Any]) -> Any:
     cannot lower (``_fft_r2c``, ``_linalg_slogdet``), where it lowers the composites (torch-mlir's
     e2e ``AtenFftRfft*``, ``AtenStft*``, ``SignAndLogarithmOfDeterminant*``). A graph that needs
     gradients decomposes them all: a kept composite has no derivative for the joint graph."""
-    table = decomposition_table()
+    with cheap_overrides():  # building it lists the composite ops: once, shared (see there)
+        table = decomposition_table()
     if _training(example_inputs):
         yield table
         return

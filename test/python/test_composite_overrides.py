@@ -47,8 +47,56 @@ def test_decomposed_graphs_are_torchs_own():
     assert "aten.fft_rfft" in graphs[1]  # a composite kept whole, as torch keeps it
 
 
+_FIRST_LISTING = """
+import json
+import torch
+import torch._export.utils as export_utils
+from torch.export import exported_program
+from lowerkit.ingress.composite_overrides import cheap_overrides
+from lowerkit.ingress.importer import decomposition_table
+
+made = []
+real = export_utils._materialize_cpp_cia_ops
+export_utils._materialize_cpp_cia_ops = lambda: (made.append(1), real())[1]
+with cheap_overrides():
+    table = decomposition_table()
+    while_building = len(made)
+    ours = exported_program._collect_all_valid_cia_ops()
+    when_decomposing = len(made) - while_building
+theirs = export_utils._collect_all_valid_cia_ops()
+print(json.dumps([while_building, when_decomposing, sorted(map(str, ours)) == sorted(map(str, theirs)),
+                  len(ours), torch.ops.aten.fft_rfft.default in ours]))
+"""
+
+
+def test_a_process_lists_the_composite_ops_once_and_as_torch_does():
+    """In a fresh process, where no op is materialized yet: building the decomposition table
+    lists the composite ops with the dispatcher's ops materialized once (torch materialized
+    them once per op namespace, 28 times), so does run_decompositions' listing after it if it
+    does not reuse that list, and the list is torch's own."""
+    import json
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _FIRST_LISTING], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    while_building, when_decomposing, same, count, has_fft = json.loads(
+        run.stdout.strip().splitlines()[-1])
+    # torch's own list of aten's composite ops (cached by torch) materializes once, the full
+    # list once more
+    assert while_building == 2, while_building
+    # reused, or made again once where building the table populated more of torch.ops
+    assert when_decomposing <= 1, when_decomposing
+    assert same and count > 400 and has_fft
+
+
 def test_torch_is_put_back_after_the_outermost_span_also_on_an_error():
+    import torch._export.utils as export_utils
+    import torch.export.decomp_utils as decomp_utils
+
     originals = (ops.OperatorBase.py_impl, exported_program._collect_all_valid_cia_ops)
+    others = (decomp_utils._collect_all_valid_cia_ops, export_utils._materialize_cpp_cia_ops)
     with pytest.raises(ValueError):
         with cheap_overrides():
             with cheap_overrides():
@@ -56,6 +104,7 @@ def test_torch_is_put_back_after_the_outermost_span_also_on_an_error():
             assert ops.OperatorBase.py_impl is not originals[0]  # the outer span still holds
             raise ValueError
     assert (ops.OperatorBase.py_impl, exported_program._collect_all_valid_cia_ops) == originals
+    assert (decomp_utils._collect_all_valid_cia_ops, export_utils._materialize_cpp_cia_ops) == others
 
 
 def test_a_composite_op_registered_later_is_in_the_list():
