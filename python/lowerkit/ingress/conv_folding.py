@@ -20,6 +20,7 @@ weights' dtype, which in 16-bit floats is a change eager's per-op rounding does 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -147,12 +148,24 @@ def _builder(graph: "torch.fx.Graph", like: Any) -> Any:
     return call
 
 
+def _as_channels(call: Any, operand: Any, channels: int) -> Any:
+    """A per-channel operand (`_per_channel`) as a ``[channels]`` vector, with no op where it
+    is one already: each op here is traced on fake tensors and, in the folded weights' recipe,
+    evaluated at every binding of the weights."""
+    shape = list(_val(operand).shape)
+    if len(shape) != 1:
+        operand = call(aten.reshape.default, operand, [-1])
+    if math.prod(shape) == channels:
+        return operand
+    return call(aten.expand.default, operand, [channels])
+
+
 def _scale_and_shift(call: Any, steps: list, shift: Any, channels: int) -> tuple[Any, Any]:
     """The steps' product of scales and their shift (after ``shift``, the head's own bias),
     each a ``[channels]`` vector or None."""
     scale = None
     for kind, operand, alpha in steps:
-        vector = call(aten.expand.default, call(aten.reshape.default, operand, [-1]), [channels])
+        vector = _as_channels(call, operand, channels)
         if kind == "mul":
             scale = vector if scale is None else call(aten.mul.Tensor, scale, vector)
             if shift is not None:
