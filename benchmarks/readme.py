@@ -695,9 +695,13 @@ def render_tool_startup(before: dict, after: dict, paths: tuple[str, str]) -> st
 
 
 # -- fresh_process.py --json -----------------------------------------------------------------------
-def render_fresh_process(data: dict, path: str, parts: bool = False) -> str:
+def render_fresh_process(data: dict, path: str, parts: bool = False,
+                         stages: tuple[str, ...] = ()) -> str:
     """One fresh process per checkout and round: imports, ResNet-18's compile and first call;
-    with ``parts``, the parts of the compile that lowerkit controls instead of the imports."""
+    with ``parts``, the parts of the compile that lowerkit controls instead of the imports;
+    with ``stages``, those stages' medians and the rest of the compile."""
+    if stages:
+        return _render_fresh_process_stages(data, path, stages)
     # full collections (every one in the compile, Python's and lowerkit's): runs from
     # fresh_process.py since it counted them
     full = parts and all("full_collections" in row["median"] for row in data["trees"])
@@ -722,6 +726,35 @@ def render_fresh_process(data: dict, path: str, parts: bool = False) -> str:
                   *(_seconds(m[k]) for k in ("process_s", "import_torch_s", "compile_s"))])
         lines.append(f"| checkout at `{(row['commit'] or '?')[:10]}` | " + " | ".join(cells)
                      + f" | {_num(m['first_call_s'])} | yes |")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
+def _render_fresh_process_stages(data: dict, path: str, stages: tuple[str, ...]) -> str:
+    """`render_fresh_process` by stage: each one's median over the rounds, the rest of the
+    compile (what lowerkit loads at its first compile, and what runs between stages), the first
+    call and the model to its first result."""
+    import statistics
+
+    lines = [f"| a fresh process, ResNet-18, median of {data['rounds']} (interleaved) | "
+             + " | ".join(f"{name} s" for name in stages)
+             + " | the rest of the compile s | compile s | first call s | to first result s "
+               "| matches eager |",
+             "| --- |" + " ---: |" * (len(stages) + 4) + " --- |"]
+    for row in data["trees"]:
+        if not row["matches_eager"]:
+            raise ResultError(f"{path}: {row['tree']} did not match eager")
+        runs = row["runs"]
+
+        def median(of):
+            return statistics.median(of(r) for r in runs)
+
+        cells = [*(_seconds(median(lambda r, n=name: r["stages_s"].get(n, 0.0))) for name in stages),
+                 _seconds(median(lambda r: r["compile_s"] - sum(r["stages_s"].values()))),
+                 _seconds(median(lambda r: r["compile_s"])),
+                 _num(median(lambda r: r["first_call_s"])),
+                 _seconds(median(lambda r: r["compile_s"] + r["first_call_s"]))]
+        lines.append(f"| checkout at `{(row['commit'] or '?')[:10]}` | " + " | ".join(cells)
+                     + " | yes |")
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 
@@ -1227,6 +1260,25 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/compile_cold.py"
          " resnet18,resnet50 --repeats 5 --json benchmarks/results/compile-cold-zen4-s66.json",),
         render_compile_cold),
+    "compile-cold-zen4-s67-before": Block(
+        ("compile-cold-zen4-s67-before.json",),
+        ("(in a git worktree at 1daf837, with PYTHONPATH=WORKTREE/python) LOWERKIT_TUNING_DB=off"
+         " OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/compile_cold.py resnet18,resnet50"
+         " --repeats 5 --json benchmarks/results/compile-cold-zen4-s67-before.json",),
+        render_compile_cold),
+    "compile-cold-zen4-s67": Block(
+        ("compile-cold-zen4-s67.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/compile_cold.py"
+         " resnet18,resnet50 --repeats 5 --json benchmarks/results/compile-cold-zen4-s67.json",),
+        render_compile_cold),
+    "fresh-process-s67": Block(
+        ("fresh-process-s67.json",),
+        ("(git worktrees at 1daf837 and ad5fefb, each with a venv over this checkout's"
+         " site-packages, lowerkit's own bytecode compiled) LOWERKIT_TUNING_DB=off"
+         " OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fresh_process.py --tree BEFORE"
+         " --tree AFTER --rounds 10 --json benchmarks/results/fresh-process-s67.json",),
+        functools.partial(render_fresh_process,
+                          stages=("torch-import", "keep-nan-arg-reductions", "iree-compile"))),
     "compile-cold-zen4-s64-again": Block(
         ("compile-cold-zen4-s64-again.json",),
         ("(straight after, one commit later: a test) LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE"
