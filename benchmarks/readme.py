@@ -1702,6 +1702,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/weights_call.py "
          "--json benchmarks/results/weights-call-s61.json",),
         render_weights_call, torch_threads=2),
+    "weights-call-s67": Block(
+        ("weights-call-s67.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/weights_call.py "
+         "--json benchmarks/results/weights-call-s67.json",),
+        render_weights_call, torch_threads=2),
     "executable-kinds-s61": Block(
         ("executable-kinds-s61.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/executable_kinds.py "
