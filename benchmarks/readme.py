@@ -1271,6 +1271,12 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/compile_cold.py"
          " resnet18,resnet50 --repeats 5 --json benchmarks/results/compile-cold-zen4-s67.json",),
         render_compile_cold),
+    "compile-cold-zen4-s67-fresh-clone": Block(
+        ("compile-cold-zen4-s67-fresh-clone.json",),
+        ("(in a fresh clone at 912f68d, after scripts/setup and scripts/test) LOWERKIT_TUNING_DB=off"
+         " OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/compile_cold.py resnet18,resnet50"
+         " --repeats 5 --json benchmarks/results/compile-cold-zen4-s67-fresh-clone.json",),
+        render_compile_cold),
     "fresh-process-s67": Block(
         ("fresh-process-s67.json",),
         ("(git worktrees at 1daf837 and ad5fefb, each with a venv over this checkout's"
