@@ -135,12 +135,19 @@ def _computed_from_indices(value: Any, ir: Any, depth: int = 8) -> bool:
     return all(_computed_from_indices(v, ir, depth - 1) for v in _operands(owner, ir)[0])
 
 
-def _shared_mask(value: Any, ir: Any, m: int, s: int) -> Any:
-    """The ``[1, ..., m, s]`` mask that a broadcast copies to every batch entry and head before
-    it reaches the attention (torch-mlir's form of a ``[1, 1, L, S]`` mask), or None. The
-    attention reads it once for all of them instead (mask map ``(d1, d4)``): the copy, a mask
-    for each head, was a dispatch of its own, 72.5 ms of a 4 x 4096 x 64 attention's call
-    (`lowerkit profile`)."""
+# How a shared mask is read (`_shared_mask`): one [L, S] mask for every head, or one [S] row of
+# key masks (key padding) for every head and query row
+ROWS, KEYS = "rows", "keys"
+
+
+def _shared_mask(value: Any, ir: Any, m: int, s: int) -> "tuple[Any, str] | None":
+    """The mask that a broadcast copies to every batch entry and head before it reaches the
+    attention (torch-mlir's form of a mask broadcast over heads), with how the attention reads
+    it instead, once for all of them; or None. `ROWS`: a ``[1, ..., m, s]`` mask (mask map
+    ``(d1, d4)``); the copy, a mask for each head, was a dispatch of its own, 72.5 ms of a
+    4 x 4096 x 64 attention's call (`lowerkit profile`). `KEYS`: a ``[1, ..., 1, s]`` mask,
+    a key-padding mask (mask map ``(d4)``), which the copy also repeated for every query row:
+    104 ms of a 317 ms call at 4 x 4096 x 64."""
     owner = value.owner
     while getattr(owner, "name", None) in ("tensor.collapse_shape", "tensor.expand_shape"):
         owner = owner.operands[0].owner
@@ -154,16 +161,20 @@ def _shared_mask(value: Any, ir: Any, m: int, s: int) -> Any:
     source, shape = ins[0], _shape(ins[0].type)
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(owner.attributes["indexing_maps"])]
     n = maps[1].n_dims
-    if (shape is None or shape[0][-2:] != [m, s] or any(d != 1 for d in shape[0][:-2])
-            or maps[1] != ir.AffineMap.get_identity(n)
-            or [str(r) for r in maps[0].results[-2:]] != [f"d{n - 2}", f"d{n - 1}"]):
+    if (shape is None or len(shape[0]) < 2 or any(d != 1 for d in shape[0][:-2])
+            or maps[1] != ir.AffineMap.get_identity(n)):
         return None
-    return source
+    last = [str(r) for r in maps[0].results[-2:]]
+    if shape[0][-2:] == [m, s] and last == [f"d{n - 2}", f"d{n - 1}"]:
+        return source, ROWS
+    if shape[0][-2:] == [1, s] and last == ["0", f"d{n - 1}"]:
+        return source, KEYS
+    return None
 
 
 def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: list[list[int]],
                   scale: float, tiles: tuple[int, int, int], loc: str,
-                  fuse_mask: bool = True, shared_mask: bool = False) -> str:
+                  fuse_mask: bool = True, shared_mask: str | None = None) -> str:
     """A private function: keys transposed, then the attention op with ``compilation_info``;
     IREE inlines it. Barriers keep the op's operands and result as they are here: dispatch
     formation would otherwise fold the transpose back, or fold reshapes around the op into it
@@ -175,8 +186,8 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
     attention dispatch, never stored); any other mask is read from memory (``fuse_mask``
     False): a broadcast fused in was 0.65 of the output's scale off (a ``[B, 1, L, S]`` mask,
     torch-mlir's e2e ``ScaledDotProductAttentionMaskModule_basic``). ``shared_mask``: the mask
-    operand is one ``[1, ..., L, S]`` mask for every batch entry (`_shared_mask`), read as
-    ``[L, S]``."""
+    operand is one mask for every batch entry (`_shared_mask`): `ROWS`, ``[1, ..., L, S]``
+    read as ``[L, S]``; `KEYS`, ``[1, ..., 1, S]`` read as ``[S]``."""
     (b, m, d), (_, s, _), (_, _, n) = shapes[:3]
     kt = f"tensor<{b}x{d}x{s}x{element}>"
     dm, vm, vk = tiles
@@ -189,20 +200,23 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
     args = ["%q", "%k", "%v"]
     ins = ["%qb", "%ktb", "%vb", "%scale"]
     in_types = [types[0], kt, types[2], element]
-    mask_2d = f"tensor<{m}x{s}x{element}>"
+    mask_read = {ROWS: (f"tensor<{m}x{s}x{element}>", "d1, d4"),
+                 KEYS: (f"tensor<{s}x{element}>", "d4")}.get(shared_mask)
     if len(types) == 4:
-        maps.append(f"affine_map<{_MAPS5}({'d1, d4' if shared_mask else 'd0, d1, d4'})>")
+        maps.append(f"affine_map<{_MAPS5}({mask_read[1] if mask_read else 'd0, d1, d4'})>")
         args.append("%mask")
         ins.append("%mask" if fuse_mask else "%maskb")
-        in_types.append(mask_2d if shared_mask else types[3])
+        in_types.append(mask_read[0] if mask_read else types[3])
     maps.append(f"affine_map<{_MAPS5}(d0, d1, d2)>")
     params = ", ".join(f"{a}: {t}" for a, t in zip(args, types))
     collapse, masked = "", "%mask"
     rank = types[3].count("x") if shared_mask else 0
-    if rank > 2:  # a shared [1, ..., L, S] mask read as [L, S]
-        leading = ", ".join(map(str, range(rank - 1)))
-        collapse = (f"  %mask2 = tensor.collapse_shape %mask [[{leading}], [{rank - 1}]] : "
-                    f"{types[3]} into {mask_2d} {loc}\n")
+    kept = 2 if shared_mask == ROWS else 1  # the dims the attention reads
+    if rank > kept:  # a shared [1, ..., L, S] mask read as [L, S], [1, ..., 1, S] as [S]
+        groups = [list(range(rank - kept + 1))] + [[d] for d in range(rank - kept + 1, rank)]
+        reassociation = ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups)
+        collapse = (f"  %mask2 = tensor.collapse_shape %mask [{reassociation}] : "
+                    f"{types[3]} into {mask_read[0]} {loc}\n")
         masked = "%mask2"
     return f"""func.func private @{name}({params}) -> {out} {{
   %scale = arith.constant {_float(scale, element)} : {element} {loc}
@@ -308,10 +322,10 @@ def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS) -> in
             fuse = len(inputs) < 4 or _computed_from_indices(inputs[3], ir)
             shared = None if fuse else _shared_mask(inputs[3], ir, m, s)
             if shared is not None:  # one mask for all: read before the broadcast copies it
-                inputs = [*inputs[:3], shared]
-                types[3] = str(shared.type)
+                inputs = [*inputs[:3], shared[0]]
+                types[3] = str(shared[0].type)
             text = _cpu_function(name, types, out, element, shapes, scale, tiles, loc,
-                                 fuse_mask=fuse, shared_mask=shared is not None)
+                                 fuse_mask=fuse, shared_mask=shared and shared[1])
         else:
             if element not in ("f32", "f16"):
                 continue
