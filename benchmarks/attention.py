@@ -6,8 +6,9 @@ IREE dispatch before and after `passes/attention.py`.
     .venv/bin/python benchmarks/attention.py --cases d16-plain-1500,d64-causal-1024   # some
     .venv/bin/python benchmarks/attention.py --list
 
-Each case is batch 1, float32, 4 heads: ``d{head dim}-{plain|causal|mask|boolmask}-{L}``
-(``mask``: an additive float mask ``[1, 1, L, L]``; ``boolmask``: a boolean one). Contenders
+Each case is batch 1, float32, 4 heads: ``d{head dim}-{plain|causal|mask|boolmask|keymask}-{L}``
+(``mask``: an additive float mask ``[1, 1, L, L]``; ``boolmask``: a boolean one; ``keymask``:
+a key-padding mask ``[1, 1, 1, L]``, its last eighth of keys at -inf). Contenders
 run interleaved (`lowerkit.tools.bench.measure`), torch on 2 threads (``--torch-threads``);
 lowerkit's CPU code runs on IREE's workers, one per core. ``error`` is lowerkit's largest
 difference from eager relative to the largest eager output (the output's scale).
@@ -47,6 +48,7 @@ CASES = [
     *(f"d64-causal-{n}" for n in (128, 1024, 4096)),
     *(f"d64-mask-{n}" for n in (128, 1024, 4096)),
     "d64-boolmask-1024",
+    *(f"d64-keymask-{n}" for n in (1024, 4096)),
 ]
 # fp32 attention over up to 4096 keys: both sides sum in float32 in other orders
 TOLERANCE = 1e-4
@@ -65,7 +67,7 @@ class Attention(torch.nn.Module):
 
 def case(name: str) -> tuple[torch.nn.Module, tuple, float]:
     """The model, its arguments and its matmul FLOPs (2 x 2 x H x L x L x D) for a case name."""
-    m = re.fullmatch(r"d(\d+)-(plain|causal|mask|boolmask)-(\d+)", name)
+    m = re.fullmatch(r"d(\d+)-(plain|causal|mask|boolmask|keymask)-(\d+)", name)
     if not m:
         raise SystemExit(f"unknown case {name!r}; see --list")
     d, kind, n = int(m.group(1)), m.group(2), int(m.group(3))
@@ -77,6 +79,10 @@ def case(name: str) -> tuple[torch.nn.Module, tuple, float]:
         keep = torch.rand(1, 1, n, n, generator=gen) > 0.2
         keep[..., 0] = True  # no row entirely masked (eager gives NaN there)
         args += (keep,)
+    elif kind == "keymask":
+        pad = torch.zeros(1, 1, 1, n)
+        pad[..., n - n // 8:] = float("-inf")
+        args += (pad,)
     return Attention(kind), args, 4.0 * HEADS * n * n * d
 
 
