@@ -1519,6 +1519,19 @@ BLOCKS: dict[str, Block] = {
          " --cases d64-mask-128,d64-mask-1024,d64-mask-4096,d64-boolmask-1024 --no-profile"
          " --rounds 9 --json benchmarks/results/attention-masks-huge-pages.json",),
         render_attention, torch_threads=2),
+    "attention-keymask-before": Block(
+        ("attention-keymask-before.json",),
+        ("(a worktree at 912f68d with this commit's benchmarks/attention.py copied in, hence"
+         " dirty; PYTHONPATH=WORKTREE/python) LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE"
+         " .venv/bin/python benchmarks/attention.py --cases d64-keymask-1024,d64-keymask-4096"
+         " --no-profile --rounds 9 --json benchmarks/results/attention-keymask-before.json",),
+        render_attention, torch_threads=2),
+    "attention-keymask": Block(
+        ("attention-keymask.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --cases d64-keymask-1024,d64-keymask-4096 --no-profile --rounds 9"
+         " --json benchmarks/results/attention-keymask.json",),
+        render_attention, torch_threads=2),
     "attention-causal-before": Block(
         ("attention-causal-before.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
