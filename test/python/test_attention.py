@@ -252,11 +252,11 @@ def test_attentions_fences_do_not_split_the_call():
         == _stream_executions(linear, (x,))
 
 
-def test_a_mask_shared_by_every_head_is_read_once_not_copied_to_each():
-    """A ``[1, 1, L, S]`` float mask reaches IREE broadcast to every head, and that copy was a
-    dispatch of its own (72.5 ms of a 4 x 4096 x 64 attention's call): the attention now reads
-    the one mask for all heads. A mask that differs per batch entry (``[2, 1, L, S]``) keeps
-    its copy. Both give eager's answer."""
+def _mask_read_once_for_one_batch_entry(mask_of) -> None:
+    """A 4-head attention of 64 query rows over 96 keys with the mask ``mask_of(batch)``: for a
+    batch of one no broadcast dispatch copies the mask before the attention, for a batch of two
+    (a mask per batch entry) one does; eager's answer both times. Fewer rows than keys, and a
+    mask that is not symmetric, so that a read along the wrong dim is caught."""
     import re
 
     torch.manual_seed(0)
@@ -264,14 +264,26 @@ def test_a_mask_shared_by_every_head_is_read_once_not_copied_to_each():
     for batch, copied in ((1, False), (2, True)):
         q, k, v = torch.randn(batch, 4, 64, 32), torch.randn(batch, 4, 96, 32), torch.randn(
             batch, 4, 96, 32)
-        mask = torch.randn(batch, 1, 64, 96)  # not symmetric: a transposed read is caught
-        mask[..., 5, :40] = float("-inf")
+        mask = mask_of(batch)
         art = lowerkit.compile(fn, (q, k, v, mask), cache=False)
         exports = set(re.findall(rb"main_dispatch_\d+_[a-z_]+[0-9x]*", art.vmfb))
         assert any(b"attention" in e for e in exports), exports
         assert any(b"broadcast" in e for e in exports) == copied, (batch, exports)
         result = compare(art(q, k, v, mask), fn(q, k, v, mask), tol=TOL)
         assert result.ok, (batch, result.message)
+
+
+def test_a_mask_shared_by_every_head_is_read_once_not_copied_to_each():
+    """A ``[1, 1, L, S]`` float mask reaches IREE broadcast to every head, and that copy was a
+    dispatch of its own (72.5 ms of a 4 x 4096 x 64 attention's call): the attention now reads
+    the one mask for all heads. A mask that differs per batch entry (``[2, 1, L, S]``) keeps
+    its copy. Both give eager's answer."""
+    def mask_of(batch):
+        mask = torch.randn(batch, 1, 64, 96)
+        mask[..., 5, :40] = float("-inf")
+        return mask
+
+    _mask_read_once_for_one_batch_entry(mask_of)
 
 
 def test_a_key_padding_mask_is_read_once_not_copied_to_every_row_and_head():
@@ -279,22 +291,12 @@ def test_a_key_padding_mask_is_read_once_not_copied_to_every_row_and_head():
     (104 ms of a 317 ms call at 4 x 4096 x 64): the attention now reads the one row of key
     masks for all of them. One that differs per batch entry (``[2, 1, 1, S]``) keeps its copy.
     Both give eager's answer."""
-    import re
-
-    torch.manual_seed(0)
-    fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)  # noqa: E731
-    for batch, copied in ((1, False), (2, True)):
-        # fewer query rows than keys: a mask read along the rows is caught
-        q, k, v = torch.randn(batch, 4, 64, 32), torch.randn(batch, 4, 96, 32), torch.randn(
-            batch, 4, 96, 32)
+    def mask_of(batch):
         mask = torch.randn(batch, 1, 1, 96)
         mask[..., 70:] = float("-inf")  # padded keys
-        art = lowerkit.compile(fn, (q, k, v, mask), cache=False)
-        exports = set(re.findall(rb"main_dispatch_\d+_[a-z_]+[0-9x]*", art.vmfb))
-        assert any(b"attention" in e for e in exports), exports
-        assert any(b"broadcast" in e for e in exports) == copied, (batch, exports)
-        result = compare(art(q, k, v, mask), fn(q, k, v, mask), tol=TOL)
-        assert result.ok, (batch, result.message)
+        return mask
+
+    _mask_read_once_for_one_batch_entry(mask_of)
 
 
 def test_a_long_causal_attention_goes_in_chunks_of_rows_over_the_keys_they_see():
