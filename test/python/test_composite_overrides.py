@@ -72,7 +72,7 @@ print(json.dumps([while_building, when_decomposing, sorted(map(str, ours)) == so
 def test_a_process_lists_the_composite_ops_once_and_as_torch_does():
     """In a fresh process, where no op is materialized yet: building the decomposition table
     lists the composite ops with the dispatcher's ops materialized once (torch materialized
-    them once per op namespace, 28 times), so does run_decompositions' listing after it if it
+    them once per op namespace, 16 times), so does run_decompositions' listing after it if it
     does not reuse that list, and the list is torch's own."""
     import json
     import subprocess

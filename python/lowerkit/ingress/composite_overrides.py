@@ -70,8 +70,9 @@ def _cia_key() -> tuple:
 @contextlib.contextmanager
 def _materialized_once() -> Iterator[None]:
     """torch 2.13 materializes every composite op of the dispatcher into ``torch.ops`` once
-    per op namespace while it lists them (27 times for one list, most of its cost); nothing is
-    registered in between, so the first time does it all."""
+    per op namespace while it lists them (16 times while building torch-mlir's table in a fresh
+    process, most of its cost); nothing is registered in between, so the first time does it
+    all."""
     import torch._export.utils as export_utils
 
     real = export_utils._materialize_cpp_cia_ops
