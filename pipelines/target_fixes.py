@@ -40,6 +40,7 @@ from __future__ import annotations
 import sys
 
 from lowerkit import Build, Pipeline, PythonPassStage, Target
+from lowerkit.iree import cpu_kernels
 from lowerkit.target import CPU_OP_CONFIG_NATIVE_VECTORS, native_vector_bytes
 from lowerkit.passes import (attention, batched_operand_fence, depthwise_order,
                              gathered_slice_fence, matmul_transpose_fence, narrow_storage,
@@ -65,7 +66,8 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
         stages.append(PythonPassStage.from_module(attention, attention.decompose))
     elif backends == ["llvm-cpu"]:  # its attention op, with keys transposed and tile sizes
         stages.append(PythonPassStage.from_module(attention, lambda op: attention.for_cpu(
-            op, native_vector_bytes(target), CPU_OP_CONFIG_NATIVE_VECTORS)))
+            op, native_vector_bytes(target), CPU_OP_CONFIG_NATIVE_VECTORS,
+            lambda: cpu_kernels.attention_object_for(target))))
     if "vulkan-spirv" in target.backend:  # IREE build: the barrier is IREE's `util` dialect
         stages += [
             PythonPassStage.from_module(wide_cast_fold, wide_cast_fold.fold),

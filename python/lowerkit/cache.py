@@ -67,7 +67,7 @@ def _lowerkit_sources_digest() -> str:
     roots = (package, Path(pipelines), package / "dialects" / "definitions")
     digest = hashlib.sha256()
     for root in roots:
-        for path in sorted({*root.rglob("*.py"), *root.glob("*.mlir")}):
+        for path in sorted({*root.rglob("*.py"), *root.glob("*.mlir"), *root.rglob("*.cc")}):
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -77,7 +77,10 @@ def toolchain_versions() -> dict[str, str]:
     """Versions of everything whose change may change the compiled code."""
     from importlib import metadata
 
-    out = {"lowerkit": __version__, "lowerkit-sources": _lowerkit_sources_digest()}
+    from .iree import cpu_kernels
+
+    out = {"lowerkit": __version__, "lowerkit-sources": _lowerkit_sources_digest(),
+           "cpu-kernels": cpu_kernels.fingerprint()}
     for dist in ("torch", "torch-mlir", "iree-base-compiler"):
         try:
             out[dist] = metadata.version(dist)

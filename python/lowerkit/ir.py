@@ -24,6 +24,10 @@ WEIGHT_ATTRIBUTE = "lowerkit.parameter"
 # the compile keeps a program's assertions when its module holds one
 # (`lowerkit.iree.compiler.check_flags`), and the runtime tells that failure from IREE's own.
 CHECK_MARK = "lowerkit check: "
+# The attribute on a call of one of lowerkit's own CPU kernels naming the function that holds
+# IREE's form of the same op (`passes/attention.py`): the compile ladder's first rung calls
+# that one instead (`lowerkit.iree.compiler.without_op_configs`).
+KERNEL_FALLBACK = "lowerkit.fallback"
 
 
 class Build(enum.Enum):

@@ -482,6 +482,18 @@ def gpu_import() -> bool:
     return _active.target is not None and not _active.cpu_only
 
 
+def attention_kernel() -> bool:
+    """Whether the import running on this thread is for llvm-cpu alone, on a CPU for which
+    lowerkit's attention kernel builds (`iree.cpu_kernels`): its attention then needs neither
+    padding to IREE's tiles nor chunks of causal rows (`ingress.decompositions._sdpa`)."""
+    if not _active.cpu_only or _active.target is None:
+        return False
+    from . import target as targets
+    from .iree import cpu_kernels
+
+    return cpu_kernels.attention_object_for(targets.Target.parse(_active.target)) is not None
+
+
 def wrote_per_tap(shape: ConvShape) -> None:
     """Called by the decompositions for each convolution they write per tap."""
     if _active.per_tap is not None:

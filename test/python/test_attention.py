@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 import lowerkit
 from lowerkit import registry
+from lowerkit.iree import cpu_kernels
 from lowerkit.passes import attention
 from lowerkit.runtime.executable import usable_drivers
 from lowerkit.runtime.numerics import Tolerance, compare
@@ -23,6 +24,13 @@ os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 
 # float32 over 40 keys summed in another order than eager's: a few ulp of the output's scale
 TOL = Tolerance(1e-5)
+
+
+@pytest.fixture
+def iree_attention(monkeypatch):
+    """IREE's own attention op on the CPU, as where lowerkit's kernel does not build (no C++
+    compiler, not x86-64): the tests of the forms lowerkit gives that op."""
+    monkeypatch.setenv(cpu_kernels.ENV, "0")
 
 
 def four_attentions(q, k, v, mask, keep):
@@ -90,12 +98,12 @@ def _row_tile(target: str) -> str:
         return re.search(r"vector_common_parallel = \[1, (\d+),", str(module)).group(1)
 
 
-def test_attention_tiles_follow_the_target_cpu():
+def test_attention_tiles_follow_the_target_cpu(iree_attention):
     """x86-64-v3 (AVX2) registers hold half of AVX-512's: half the query rows per tile."""
     assert (_row_tile("cpu:znver4"), _row_tile("cpu:x86-64-v3")) == ("4", "2")
 
 
-def test_attention_compiles_for_avx2():
+def test_attention_compiles_for_avx2(iree_attention):
     """AVX2's tiles compile at the fast rung: IREE's large-vector check, which they reach, is
     off for a module carrying lowerkit's tile sizes (`target.CPU_OP_CONFIG_FLAGS`)."""
     q = torch.randn(1, 2, 64, 64)
@@ -104,13 +112,14 @@ def test_attention_compiles_for_avx2():
     assert art.compile_rung == "fast"
 
 
-def test_a_tile_size_iree_rejects_falls_back_to_ireess_own(monkeypatch):
+def test_a_tile_size_iree_rejects_falls_back_to_ireess_own(monkeypatch, iree_attention):
     """The compile ladder's first fallback drops lowerkit's `compilation_info` (never fail):
     tiles over IREE's large-vector limit, with its check left on, are refused."""
     from lowerkit.iree import compiler
 
     monkeypatch.setattr(attention, "cpu_tiles", lambda m, s, d, limit=0: (m, m, s))  # too big
     monkeypatch.setattr(compiler, "op_config_flags", lambda bytecode, target: ())
+    monkeypatch.setattr(compiler, "_WARNED", set())  # warned once a process: not before here
     args = _args()[:3]
     fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
     with pytest.warns(UserWarning, match="IREE's tile sizes"):
@@ -172,7 +181,7 @@ def test_masks_as_eager_reads_them(target):
     assert result.ok, result.message
 
 
-def test_a_prime_sequence_length_is_padded_with_its_padded_keys_masked():
+def test_a_prime_sequence_length_is_padded_with_its_padded_keys_masked(iree_attention):
     """ViT's 197 tokens have no divisor for IREE to tile the key loop by (one key a step: 5 ms
     where 224 took 1.1). The kept op sees 224 keys and rows, the 27 padded keys masked from
     indices, and the output is eager's (a padded key left unmasked would take part in every
@@ -192,7 +201,7 @@ def test_a_prime_sequence_length_is_padded_with_its_padded_keys_masked():
     assert "224" not in str(lowerkit.import_program(fn, (q2, q2, q2)).module)
 
 
-def test_a_long_length_without_a_vector_multiple_tile_is_padded_and_masked_in_the_dispatch():
+def test_a_long_length_without_a_vector_multiple_tile_is_padded_and_masked_in_the_dispatch(iree_attention):
     """Whisper's 1500 positions tile by 30 keys, not a multiple of the vector width, and that
     attention took 53.5 ms a call where 1504 keys took 29.6 (6 heads, head dim 64): 1500 is
     padded to 1504, and the padded keys' mask, computed from indices, is computed inside the
@@ -273,7 +282,7 @@ def _mask_read_once_for_one_batch_entry(mask_of) -> None:
         assert result.ok, (batch, result.message)
 
 
-def test_a_mask_shared_by_every_head_is_read_once_not_copied_to_each():
+def test_a_mask_shared_by_every_head_is_read_once_not_copied_to_each(iree_attention):
     """A ``[1, 1, L, S]`` float mask reaches IREE broadcast to every head, and that copy was a
     dispatch of its own (72.5 ms of a 4 x 4096 x 64 attention's call): the attention now reads
     the one mask for all heads. A mask that differs per batch entry (``[2, 1, L, S]``) keeps
@@ -286,7 +295,7 @@ def test_a_mask_shared_by_every_head_is_read_once_not_copied_to_each():
     _mask_read_once_for_one_batch_entry(mask_of)
 
 
-def test_a_key_padding_mask_is_read_once_not_copied_to_every_row_and_head():
+def test_a_key_padding_mask_is_read_once_not_copied_to_every_row_and_head(iree_attention):
     """A ``[1, 1, 1, S]`` key-padding mask reached IREE broadcast to every head and query row
     (104 ms of a 317 ms call at 4 x 4096 x 64): the attention now reads the one row of key
     masks for all of them. One that differs per batch entry (``[2, 1, 1, S]``) keeps its copy.
@@ -299,7 +308,7 @@ def test_a_key_padding_mask_is_read_once_not_copied_to_every_row_and_head():
     _mask_read_once_for_one_batch_entry(mask_of)
 
 
-def test_a_long_causal_attention_goes_in_chunks_of_rows_over_the_keys_they_see():
+def test_a_long_causal_attention_goes_in_chunks_of_rows_over_the_keys_they_see(iree_attention):
     """IREE's attention computes every key tile of every row, the masked ones too: a causal
     attention over 1024 positions or more goes as one attention per chunk of query rows, each
     over the keys up to its last row, its mask computed inside the dispatch. A length that

@@ -1354,11 +1354,14 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
         and all(t.numel() > 0 for t in tensors)
     )
     if whole:
-        if attn_mask is None and not is_causal and not _SDPA_MASK_READY.on:
+        # lowerkit's CPU kernel takes any length and skips the keys a causal row cannot see
+        kernel = (attn_mask is None and not _SDPA_MASK_READY.on and query.dtype == torch.float32
+                  and tuning.attention_kernel())
+        if attn_mask is None and not is_causal and not _SDPA_MASK_READY.on and not kernel:
             padded = _sdpa_padded(query, key, value, scale)
             if padded is not None:
                 return padded
-        if attn_mask is None and is_causal and not _SDPA_MASK_READY.on:
+        if attn_mask is None and is_causal and not _SDPA_MASK_READY.on and not kernel:
             chunked = _sdpa_causal_chunks(query, key, value, scale)
             if chunked is not None:
                 return chunked

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..diagnostics import Diagnostic, source_location
 from ..errors import StageError, TargetError, UnsupportedError
-from ..ir import CHECK_MARK, to_bytecode
+from ..ir import CHECK_MARK, KERNEL_FALLBACK, to_bytecode
 from ..reproducer import save_reproducer, tool
 from ..target import CPU_OP_CONFIG_FLAGS, CPU_SPEED_FLAGS, Target
 
@@ -354,25 +354,31 @@ def check_flags(bytecode: bytes) -> tuple[str, ...]:
 
 def without_op_configs(bytecode: bytes) -> bytes | None:
     """``bytecode`` without the ``compilation_info`` that lowerkit's stages put on ops (the
-    CPU attention's tile sizes, `passes/attention.py`), or None when it has none: the compile
-    ladder's first fallback, before any flag is dropped."""
-    if b"compilation_info" not in bytecode:
+    CPU attention's tile sizes, `passes/attention.py`) and with IREE's own attention where
+    lowerkit's kernel was called (`iree.cpu_kernels`), or None when it has neither: the
+    compile ladder's first fallback, before any flag is dropped."""
+    if b"compilation_info" not in bytecode and KERNEL_FALLBACK.encode() not in bytecode:
         return None
     from iree.compiler import ir
 
     with ir.Context() as ctx:
         module = ir.Module.parse(bytecode, ctx)
-        found = []
+        found, calls = [], []
 
         def visit(op):
             if "compilation_info" in op.attributes:
                 found.append(op)
+            if KERNEL_FALLBACK in op.attributes:
+                calls.append(op)
             return ir.WalkResult.ADVANCE
 
         module.operation.walk(visit)
         for op in found:
             del op.attributes["compilation_info"]
-        return to_bytecode(module) if found else None
+        for op in calls:  # lowerkit's kernel's call: IREE's form of the same op instead
+            op.attributes["callee"] = op.attributes[KERNEL_FALLBACK]
+            del op.attributes[KERNEL_FALLBACK]
+        return to_bytecode(module) if found or calls else None
 
 
 # The compile ladder: when iree-compile rejects the fast configuration (a dispatch over the

@@ -33,7 +33,7 @@ import math
 import re
 from typing import Any
 
-from ..ir import Build
+from ..ir import KERNEL_FALLBACK, Build
 from ._source_fence import COMPUTE_BARRIER
 
 NAME = "lower-attention"
@@ -172,6 +172,44 @@ def _shared_mask(value: Any, ir: Any, m: int, s: int) -> "tuple[Any, str] | None
     return None
 
 
+_CMPI_SGE, _CMPI_SLE, _CMPI_ULE, _CMPI_UGE = 5, 3, 7, 9  # arith.cmpi predicates
+
+
+def _causal_mask(value: Any, ir: Any, m: int, s: int) -> bool:
+    """Whether a mask is torch-mlir's causal mask for ``is_causal``: a ``linalg.generic``
+    without inputs whose element is 0 where the key's index is at most the row's and -inf
+    elsewhere (maybe reshaped). lowerkit's kernel computes it instead of reading it, and
+    never visits the key tiles after a block's last row."""
+    owner = value.owner
+    while getattr(owner, "name", None) in ("tensor.collapse_shape", "tensor.expand_shape"):
+        owner = owner.operands[0].owner
+    shape = _shape(value.type)
+    if (getattr(owner, "name", None) != "linalg.generic" or _operands(owner, ir)[0]
+            or shape is None or shape[0][-2:] != [m, s]):
+        return False
+    n = len(_shape(owner.results[0].type)[0])
+    ops = list(owner.regions[0].blocks[0].operations)
+    if [o.name for o in ops] != ["linalg.index", "linalg.index", "arith.cmpi", "arith.select",
+                                 "linalg.yield"]:
+        return False
+    dims = {ops[i].results[0]: ir.IntegerAttr(ops[i].attributes["dim"]).value for i in (0, 1)}
+    cmp, select = ops[2], ops[3]
+    pred = ir.IntegerAttr(cmp.attributes["predicate"]).value
+    lhs, rhs = (dims.get(v) for v in cmp.operands)
+    row_first = pred in (_CMPI_SGE, _CMPI_UGE) and (lhs, rhs) == (n - 2, n - 1)
+    key_first = pred in (_CMPI_SLE, _CMPI_ULE) and (lhs, rhs) == (n - 1, n - 2)
+    if not (row_first or key_first) or select.operands[0] != cmp.results[0] \
+            or ops[4].operands[0] != select.results[0]:
+        return False
+    values = []
+    for v in select.operands[1:]:
+        const = v.owner
+        if getattr(const, "name", None) != "arith.constant":
+            return False
+        values.append(ir.FloatAttr(const.attributes["value"]).value)
+    return values[0] == 0.0 and values[1] == -math.inf
+
+
 def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: list[list[int]],
                   scale: float, tiles: tuple[int, int, int], loc: str,
                   fuse_mask: bool = True, shared_mask: str | None = None) -> str:
@@ -205,7 +243,7 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
     if len(types) == 4:
         maps.append(f"affine_map<{_MAPS5}({mask_read[1] if mask_read else 'd0, d1, d4'})>")
         args.append("%mask")
-        ins.append("%mask" if fuse_mask else "%maskb")
+        ins.append("%maskb")  # or the mask as read, when fused: below
         in_types.append(mask_read[0] if mask_read else types[3])
     maps.append(f"affine_map<{_MAPS5}(d0, d1, d2)>")
     params = ", ".join(f"{a}: {t}" for a, t in zip(args, types))
@@ -218,6 +256,8 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
         collapse = (f"  %mask2 = tensor.collapse_shape %mask [{reassociation}] : "
                     f"{types[3]} into {mask_read[0]} {loc}\n")
         masked = "%mask2"
+    if len(types) == 4 and fuse_mask:
+        ins[4] = masked
     return f"""func.func private @{name}({params}) -> {out} {{
   %scale = arith.constant {_float(scale, element)} : {element} {loc}
   %kt0 = tensor.empty() : {kt} {loc}
@@ -233,6 +273,86 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
   }} -> {out} {loc}
   %ob = {COMPUTE_BARRIER} %o : {out} -> {out} {loc}
   return %ob : {out} {loc}
+}}"""
+
+
+# The function holding IREE's form of an attention that lowerkit's kernel computes is named so;
+# the kernel's call names it (`ir.KERNEL_FALLBACK`)
+FALLBACK_SUFFIX = "_iree"
+# How lowerkit's CPU kernel reads a mask (`iree/kernels/attention.cc`)
+CAUSAL = "causal"
+KERNEL_MASK_KINDS = {None: 0, KEYS: 1, ROWS: 2, "batch": 2, CAUSAL: 3}
+KERNEL_MAX_HEAD_DIM = 128
+KERNEL_ROWS_PER_GROUP = 64  # query rows per workgroup
+
+
+def _kernel_function(name: str, types: list[str], out: str, shapes: list[list[int]],
+                     scale: float, mask: "str | None", kernel: Any, loc: str) -> str:
+    """A private function dispatching lowerkit's CPU attention kernel (`iree.cpu_kernels`),
+    and the ``stream.executable`` that calls it, linked with its object. Workgroup (x, y)
+    computes the x-th group of `KERNEL_ROWS_PER_GROUP` query rows of batch entry y (the
+    other order, batch entries first, took a 4 x 4096 x 64 attention's dispatch from 94 to 99
+    ms, and with a shared ``[L, S]`` mask from 118 to 163; `lowerkit profile`). ``mask``: None, `KEYS` (one ``[S]`` row for every
+    query row and batch entry), `ROWS` (one ``[L, S]`` mask for every batch entry),
+    ``"batch"`` (``[B, L, S]``) or `CAUSAL` (the mask operand, torch-mlir's causal mask, is
+    not read: the kernel computes it)."""
+    (b, m, d), (_, s, _), _ = shapes[:3]
+    kind = KERNEL_MASK_KINDS[mask]
+    read = len(types) == 4 and mask != CAUSAL  # the kernel reads a mask
+    stride = m * s if mask == "batch" else 0
+    groups = -(-m // KERNEL_ROWS_PER_GROUP)
+    names = ["q", "k", "v"] + (["mask"] if read else []) + ["o"]
+    dispatched = types[:4 if read else 3]
+    sizes = [math.prod(_shape(t)[0]) for t in dispatched] + [b * m * d]
+    mem = "memref<?xf32>"
+    binds = "\n".join(
+        f"      %n{x} = arith.constant {n} : index {loc}\n"
+        f"      %m{x} = stream.binding.subspan %b{x}[%c0] : !stream.binding -> {mem}{{%n{x}}} {loc}"
+        for x, n in zip(names, sizes))
+    entry = "lowerkit_attention_masked_f32" if read else "lowerkit_attention_f32"
+    scalars = ["%L", "%S", "%D", "%kind"] + (["%stride"] if read else []) + [
+        "%scale", "%rows", "%x", "%y"]
+    scalar_types = ["index"] * (5 if read else 4) + ["f32"] + ["index"] * 3
+    arg_types = ", ".join([mem] * len(names) + scalar_types)
+    params = ", ".join(f"{a}: {t}" for a, t in zip(["%q", "%k", "%v", "%mask"], types))
+    # behind barriers, as IREE's attention's operands are (`_cpu_function`): a mask computed
+    # from constants alone, hoisted into an initializer, reached the dispatch as another
+    # hoisted tensor about half the time ("invalid Read access range ... of resource
+    # %__hoisted_tensor_48xi1", an anti-causal mask built from two aranges)
+    fenced = "".join(f"  %{x}f = {COMPUTE_BARRIER} %{x} : {t} -> {t} {loc}\n"
+                     for x, t in zip(names[:-1], dispatched))
+    operands = ", ".join(f"%{x}f" for x in names[:-1])
+    objects = ('#hal.executable.objects<{#hal.executable.target<"llvm-cpu", '
+               f'"embedded-elf-x86_64"> = [#hal.executable.object<{{path = "{kernel.path}"}}>]}}>')
+    return f"""stream.executable private @{name}_kernel attributes {{hal.executable.objects = {objects}}} {{
+  stream.executable.export public @{name}_entry workgroups() -> (index, index, index) {{
+    %gx = arith.constant {groups} : index {loc}
+    %gy = arith.constant {b} : index {loc}
+    %c1 = arith.constant 1 : index {loc}
+    stream.return %gx, %gy, %c1 : index, index, index {loc}
+  }} {loc}
+  builtin.module {{
+    func.func private @{entry}({arg_types}) attributes {{hal.import.static}} {loc}
+    func.func @{name}_entry({", ".join(f"%b{x}: !stream.binding" for x in names)}) {{
+      %c0 = arith.constant 0 : index {loc}
+{binds}
+      %L = arith.constant {m} : index {loc}
+      %S = arith.constant {s} : index {loc}
+      %D = arith.constant {d} : index {loc}
+      %kind = arith.constant {kind} : index {loc}
+      %stride = arith.constant {stride} : index {loc}
+      %scale = arith.constant {_float(scale, "f32")} : f32 {loc}
+      %rows = arith.constant {KERNEL_ROWS_PER_GROUP} : index {loc}
+      %x = stream.dispatch.workgroup.id[0] : index {loc}
+      %y = stream.dispatch.workgroup.id[1] : index {loc}
+      func.call @{entry}({", ".join([f"%m{x}" for x in names] + scalars)}) : ({arg_types}) -> () {loc}
+      return {loc}
+    }} {loc}
+  }} {loc}
+}} {loc}
+func.func private @{name}({params}) -> {out} {{
+{fenced}  %o = flow.dispatch @{name}_kernel::@{name}_entry({operands}) : ({", ".join(dispatched)}) -> {out} {loc}
+  return %o : {out} {loc}
 }}"""
 
 
@@ -287,13 +407,31 @@ def _decomposed_function(name: str, types: list[str], out: str, element: str,
 }}"""
 
 
-def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS) -> int:
+def _kernel_takes(types: list[str], shapes: list[list[int]], shared: Any,
+                  causal: bool) -> bool:
+    """Whether lowerkit's CPU kernel computes this attention: float32 throughout, values as
+    wide as the keys, a head dim of up to `KERNEL_MAX_HEAD_DIM`, and no mask, the causal
+    one, or a float one that is shared (`_shared_mask`) or ``[B, L, S]``."""
+    (b, m, d), (_, s, _), (_, _, n) = shapes[:3]
+    if n != d or d > KERNEL_MAX_HEAD_DIM or not all(t.endswith("xf32>") for t in types[:3]):
+        return False
+    return (len(types) == 3 or causal or (types[3].endswith("xf32>") and (
+        shared is not None or _shape(types[3]) == ([b, m, s], "f32"))))
+
+
+def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS,
+             kernel: Any = None) -> int:
     """Replace each ``tm_tensor.attention`` that ``how`` (``cpu`` or ``decompose``) applies to
-    by a call of a private function holding its new form; returns how many."""
+    by a call of a private function holding its new form; returns how many. ``kernel``: the
+    object of lowerkit's CPU attention kernel (`iree.cpu_kernels.attention_object`), or a
+    function answering it, used where it applies (`_kernel_takes`)."""
     ir = Build.of_object(module_op).ir
     body = module_op.regions[0].blocks[0]
     done = 0
-    for index, op in enumerate(_attentions(module_op, ir)):
+    attentions = _attentions(module_op, ir)
+    if attentions and callable(kernel):  # built or looked up only for a program with one
+        kernel = kernel()
+    for index, op in enumerate(attentions):
         inputs, _init = _operands(op, ir)
         parsed = [_shape(v.type) for v in inputs]
         out_shape = _shape(op.results[0].type)
@@ -310,6 +448,7 @@ def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS) -> in
         loc = str(op.location)
         name = f"lowerkit_attention_{index}"
         scale = _scale(op, ir, d)
+        with_fallback = False
         if how == "cpu":
             tiles = cpu_tiles(m, s, d, limit)
             if element != "f32" or tiles is None or shapes[2][2] != d or b * m == 1:
@@ -319,25 +458,44 @@ def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS) -> in
                 # query against 5 keys, seed 2113, programs 437-439); IREE's own tiles get
                 # both right, so those keep them
                 continue
+            causal = kernel is not None and len(inputs) == 4 and _causal_mask(
+                inputs[3], ir, m, s)
             fuse = len(inputs) < 4 or _computed_from_indices(inputs[3], ir)
-            shared = None if fuse else _shared_mask(inputs[3], ir, m, s)
+            # a mask computed from indices is computed inside IREE's attention dispatch, but
+            # the kernel reads it from memory: once for all heads where it is shared
+            shared = (None if fuse and (kernel is None or len(inputs) < 4 or causal)
+                      else _shared_mask(inputs[3], ir, m, s))
             if shared is not None:  # one mask for all: read before the broadcast copies it
                 inputs = [*inputs[:3], shared[0]]
                 types[3] = str(shared[0].type)
+                fuse = _computed_from_indices(inputs[3], ir)
             text = _cpu_function(name, types, out, element, shapes, scale, tiles, loc,
                                  fuse_mask=fuse, shared_mask=shared and shared[1])
+            if kernel is not None and _kernel_takes(types, shapes, shared, causal):
+                # lowerkit's kernel; IREE's op kept beside it, with the same operands, for
+                # the compile ladder's first rung (`iree.compiler.without_op_configs`)
+                fallback = text.replace(f"@{name}(", f"@{name}{FALLBACK_SUFFIX}(", 1)
+                mask = (CAUSAL if causal else shared[1] if shared
+                        else "batch" if len(types) == 4 else None)
+                text = _kernel_function(name, types, out, shapes, scale, mask, kernel, loc)
+                text += "\n" + fallback
+                with_fallback = True
         else:
             if element not in ("f32", "f16"):
                 continue
             text = _decomposed_function(name, types, out, element, shapes, scale, loc)
         with module_op.context:
-            parsed = ir.Module.parse(text)  # kept alive while its function is cloned out
+            parsed = ir.Module.parse(text)  # kept alive while its functions are cloned out
             with ir.InsertionPoint(body):
-                parsed.body.operations[0].clone()
+                for fn in parsed.body.operations:
+                    fn.clone()
             with ir.InsertionPoint(op), op.location:
+                attributes = {"callee": ir.FlatSymbolRefAttr.get(name)}
+                if with_fallback:
+                    attributes[KERNEL_FALLBACK] = ir.FlatSymbolRefAttr.get(name + FALLBACK_SUFFIX)
                 call = ir.Operation.create(
                     "func.call", results=[op.results[0].type], operands=inputs,
-                    attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
+                    attributes=attributes)
         op.results[0].replace_all_uses_with(call.results[0])
         op.erase()
         done += 1
@@ -345,12 +503,12 @@ def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS) -> in
 
 
 def for_cpu(module_op: Any, native_vector_bytes: int = 64,
-            native_vectors: int = NATIVE_VECTORS) -> int:
+            native_vectors: int = NATIVE_VECTORS, kernel: Any = None) -> int:
     """llvm-cpu: keys transposed and IREE's attention op with `cpu_tiles`' tile sizes, for a
     CPU whose widest register holds ``native_vector_bytes``, vectors of up to
     ``native_vectors`` of them (`target.CPU_OP_CONFIG_NATIVE_VECTORS`: the compile then turns
     IREE's large-vector check off, `iree.compiler.op_config_flags`)."""
-    return _rewrite(module_op, "cpu", native_vector_bytes * native_vectors // 4)
+    return _rewrite(module_op, "cpu", native_vector_bytes * native_vectors // 4, kernel)
 
 
 def decompose(module_op: Any, pass_: Any = None) -> int:

@@ -1,0 +1,163 @@
+"""Hand-written CPU kernels linked into IREE's llvm-cpu executables as object files.
+
+IREE links objects named by ``hal.executable.objects`` into the embedded ELF it builds for
+each executable (an ``#hal.executable.object`` per target), and a dispatch of a
+``stream.executable`` calls the kernel as an imported function. lowerkit builds its kernels'
+objects from the sources beside this module with the machine's C++ compiler, once per
+source, ISA and compiler, into the compile cache's folder. Where there is no compiler, no
+x86-64 target with AVX2 and FMA, or the build fails, `attention_object` answers None and the
+program keeps IREE's own code for the op. ``LOWERKIT_CPU_KERNELS=0`` turns them off.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+ENV = "LOWERKIT_CPU_KERNELS"
+SOURCES = Path(__file__).parent / "kernels"
+# freestanding: no libc, no globals, no unwind tables, no calls the loader cannot resolve
+# (a zeroing loop turned into memset was one)
+_FLAGS = ("-O3", "-std=c++17", "-ffreestanding", "-fno-exceptions", "-fno-rtti",
+          "-fno-asynchronous-unwind-tables", "-fno-stack-protector", "-fPIC", "-fno-plt",
+          "-fvisibility=hidden", "-fno-tree-loop-distribute-patterns", "-fno-builtin",
+          "-Wno-psabi")
+# the x86-64 levels the kernels are built for, by the features they need, widest first;
+# LANES: query rows per vector, one AVX-512 register or two AVX2 ones' worth of floats
+_ISAS = (
+    ("x86-64-v4", ("+avx512f", "+avx512bw", "+avx512dq", "+avx512vl"), 16),
+    ("x86-64-v3", ("+avx2", "+fma"), 8),
+)
+_LOCK = threading.Lock()
+
+
+class KernelObject:
+    """A built object: its path, the ISA level it needs and the rows per vector it uses."""
+
+    def __init__(self, path: Path, isa: str, lanes: int):
+        self.path, self.isa, self.lanes = path, isa, lanes
+
+    def __repr__(self) -> str:
+        return f"KernelObject({str(self.path)!r}, {self.isa!r}, lanes={self.lanes})"
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def isa_for(cpu_features: str, triple: str) -> "tuple[str, int] | None":
+    """The ISA level (gcc's ``-march``) and rows per vector for a llvm-cpu target with these
+    features, or None where lowerkit has no kernel for it."""
+    if not triple.startswith("x86_64"):
+        return None
+    features = set(cpu_features.split(","))
+    for isa, needs, lanes in _ISAS:
+        if all(f in features for f in needs):
+            return isa, lanes
+    return None
+
+
+def _compiler() -> str | None:
+    return os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")
+
+
+def fingerprint() -> str:
+    """What decides the kernels' code besides their sources (which the compile cache's key
+    holds): whether they are on, and which compiler builds them (its path and its file's
+    time, no child process: this is in every compile's key)."""
+    if not enabled():
+        return "off"
+    compiler = _compiler()
+    if compiler is None:
+        return "no compiler"
+    try:
+        return f"{compiler} {os.stat(shutil.which(compiler) or compiler).st_mtime_ns}"
+    except OSError:
+        return compiler
+
+
+def _folder() -> Path:
+    from .. import cache
+
+    base = cache.default_directory()
+    return (base / "kernels") if base is not None else Path(tempfile.gettempdir()) / "lowerkit-kernels"
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_version(compiler: str) -> str | None:
+    try:
+        out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.splitlines()[0] if out.returncode == 0 and out.stdout else None
+
+
+def _build(source: str, isa: str, lanes: int) -> "KernelObject | None":
+    """The object for ``source`` at ``isa``, from the folder if built before (by this process
+    or another: the folder may change, or be emptied, between two calls), else built now."""
+    compiler = _compiler()
+    version = compiler and _compiler_version(compiler)
+    if not version:
+        return None
+    text = (SOURCES / source).read_bytes()
+    flags = (*_FLAGS, f"-march={isa}", f"-DLANES={lanes}")
+    key = hashlib.sha256(repr((text, flags, version)).encode()).hexdigest()[:16]
+    folder = _folder()
+    path = folder / f"{Path(source).stem}-{isa}-{key}.o"
+    if path.exists():
+        return KernelObject(path, isa, lanes)
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".o", dir=folder)
+    os.close(fd)
+    try:
+        built = subprocess.run([compiler, *flags, "-c", str(SOURCES / source), "-o", tmp],
+                               capture_output=True, text=True, timeout=120)
+        if built.returncode != 0 or _undefined(tmp):
+            return None
+        os.replace(tmp, path)  # whole or not at all, for other processes reading the folder
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return KernelObject(path, isa, lanes)
+
+
+def _undefined(path: str) -> bool:
+    """Whether the object needs a symbol from outside (IREE's loader would refuse it)."""
+    nm = shutil.which("nm")
+    if nm is None:
+        return True
+    out = subprocess.run([nm, "-u", path], capture_output=True, text=True, timeout=30)
+    return out.returncode != 0 or bool(out.stdout.strip())
+
+
+def attention_object(cpu_features: str, triple: str) -> "KernelObject | None":
+    """The attention kernel's object for a llvm-cpu target (`passes/attention.py`), or None."""
+    if not enabled():
+        return None
+    isa = isa_for(cpu_features, triple)
+    if isa is None:
+        return None
+    with _LOCK:
+        return _build("attention.cc", *isa)
+
+
+def attention_object_for(target) -> "KernelObject | None":
+    """`attention_object` for a llvm-cpu `Target`, its CPU as iree-compile resolves it."""
+    from .. import target as targets
+
+    if not enabled():
+        return None
+    try:
+        resolved = targets.resolve_host_cpu(targets.llvmcpu_flags(target.flags)
+                                            or (f"{targets._LLVMCPU_FLAG}cpu={targets.HOST}",))
+    except targets.TargetError:
+        return None
+    return attention_object(resolved.get("cpu_features", ""), resolved.get("target_triple", ""))

@@ -1,0 +1,182 @@
+"""lowerkit's CPU attention kernel (`iree/kernels/attention.cc`, `iree/cpu_kernels.py`,
+`passes/attention.py`): the attentions it takes give eager's answers on AVX-512 and AVX2
+code, a causal mask is computed and not read, ingress neither pads nor chunks for it, and a
+kernel IREE cannot link falls back to IREE's own attention."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lowerkit
+from lowerkit import cache
+from lowerkit.iree import cpu_kernels
+from lowerkit.runtime.numerics import Tolerance, compare
+
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+
+# float32 over up to 300 keys, summed in another order than eager's and exponentials from a
+# degree-6 polynomial (2e-7 relative): a few ulp of the output's scale
+TOL = Tolerance(1e-5)
+
+needs_kernel = pytest.mark.skipif(
+    cpu_kernels.attention_object_for(lowerkit.Target.parse("cpu")) is None,
+    reason="lowerkit's attention kernel does not build here (no C++ compiler or no AVX2)")
+
+
+def _kernel_dispatches(art) -> set[bytes]:
+    return set(re.findall(rb"lowerkit_attention_\d+_entry", art.vmfb))
+
+
+def _iree_attentions(art) -> set[bytes]:
+    return {e for e in re.findall(rb"main_dispatch_\d+_[a-z_]+[0-9x]*", art.vmfb)
+            if b"attention" in e}
+
+
+def attentions(q, k, v, q2, k2, v2, rows, keys, per_head, keep, q3, k3, v3):
+    """What the kernel takes: plain, causal (square, and fewer rows than keys), a mask shared
+    by every head, a key-padding mask, one per head, a bool one with rows whose every key is
+    masked, lengths that are no multiple of a vector, and head dims of 64 and 80."""
+    return (F.scaled_dot_product_attention(q, k, v),
+            F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            F.scaled_dot_product_attention(q2, k2, v2, is_causal=True),
+            F.scaled_dot_product_attention(q2, k2, v2, attn_mask=rows),
+            F.scaled_dot_product_attention(q2, k2, v2, attn_mask=keys),
+            F.scaled_dot_product_attention(q2, k2, v2, attn_mask=per_head),
+            F.scaled_dot_product_attention(q2, k2, v2, attn_mask=keep, scale=0.3),
+            F.scaled_dot_product_attention(q3, k3, v3))
+
+
+def _args():
+    gen = torch.Generator().manual_seed(0)
+    r = lambda *s: torch.randn(*s, generator=gen)  # noqa: E731
+    q, k, v = r(1, 3, 96, 64), r(1, 3, 96, 64), r(1, 3, 96, 64)
+    q2, k2, v2 = r(1, 2, 37, 16), r(1, 2, 53, 16), r(1, 2, 53, 16)
+    rows = r(1, 1, 37, 53)
+    rows[..., 4, :30] = float("-inf")
+    keys = torch.zeros(1, 1, 1, 53)
+    keys[..., 45:] = float("-inf")
+    keep = torch.rand(1, 2, 37, 53, generator=gen) > 0.4
+    keep[0, 1, 5] = False  # every key masked: eager's safe softmax gives 0
+    q3, k3, v3 = r(1, 2, 20, 80), r(1, 2, 300, 80), r(1, 2, 300, 80)
+    return (q, k, v, q2, k2, v2, rows, keys, r(1, 2, 37, 53), keep, q3, k3, v3)
+
+
+def _check(target: str) -> None:
+    args = _args()
+    expected = attentions(*args)
+    art = lowerkit.compile(attentions, args, target=target, cache=False)
+    assert art.compile_rung == "fast", art.compile_rung
+    assert len(_kernel_dispatches(art)) == 8 and not _iree_attentions(art), \
+        (_kernel_dispatches(art), _iree_attentions(art))
+    result = compare(art(*args), expected, tol=TOL)
+    assert result.ok, result.message
+
+
+@needs_kernel
+def test_the_kernel_computes_every_attention_it_takes_as_eager_does():
+    _check("cpu")
+
+
+@needs_kernel
+@pytest.mark.skipif(cpu_kernels.isa_for(",".join(
+    f"+{f}" for f in open("/proc/cpuinfo").read().split()), "x86_64") is None,
+    reason="this CPU runs no AVX2 code")
+def test_the_kernel_for_avx2_cpus_computes_them_as_eager_does():
+    """x86-64-v3 (AVX2 and FMA): eight query rows per vector, another build of the source."""
+    _check("cpu:x86-64-v3")
+
+
+@needs_kernel
+def test_a_causal_mask_is_computed_by_the_kernel_not_read():
+    """torch-mlir's causal mask is recognised and not dispatched: the only dispatch of a
+    causal attention is the kernel's, and no IREE attention runs."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 64, 32) for _ in range(3))
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+    art = lowerkit.compile(fn, (q, k, v), cache=False)
+    exports = set(re.findall(rb"main_dispatch_\d+_[a-z_]+[0-9x]*", art.vmfb))
+    assert _kernel_dispatches(art) and not exports, exports
+    assert compare(art(q, k, v), fn(q, k, v), tol=TOL).ok
+
+
+@needs_kernel
+def test_a_mask_from_indices_that_is_not_causal_is_read_as_it_is():
+    """A mask computed from indices that looks causal but is not (keys after the row seen,
+    the other side of the diagonal) must not be taken for torch's ``is_causal``."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 48, 16) for _ in range(3))
+
+    def fn(q, k, v):
+        rows = torch.arange(48).unsqueeze(-1)
+        keys = torch.arange(48)
+        mask = torch.where(keys >= rows, 0.0, float("-inf"))  # the anti-causal mask
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask[None, None])
+
+    art = lowerkit.compile(fn, (q, k, v), cache=False)
+    assert _kernel_dispatches(art)
+    result = compare(art(q, k, v), fn(q, k, v), tol=TOL)
+    assert result.ok, result.message
+
+
+@needs_kernel
+def test_with_the_kernel_ingress_neither_pads_nor_chunks():
+    """The kernel takes any length and skips the keys a causal row cannot see: Whisper's 1500
+    positions reach it unpadded, and a causal attention over 1024 is one attention, not
+    chunks of rows."""
+    torch.manual_seed(0)
+    cases = [(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), 1500),
+             (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), 1024)]
+    for fn, length in cases:
+        q, k, v = (torch.randn(1, 2, length, 16) for _ in range(3))
+        art = lowerkit.compile(fn, (q, k, v), cache=False)
+        stage = next(r for r in art.records if r.name == "lower-attention")
+        # one attention (8 for the chunks), over the program's own rows (no pad to 1504)
+        assert stage.ops.get("flow.dispatch") == 1 and "tensor.pad" not in stage.ops, stage.ops
+        result = compare(art(q, k, v), fn(q, k, v), tol=TOL)
+        assert result.ok, (length, result.message)
+
+
+@needs_kernel
+def test_a_kernel_iree_cannot_link_falls_back_to_ireess_attention(monkeypatch, tmp_path):
+    """The compile ladder's first rung calls IREE's form of the same attention, kept beside
+    the kernel's call, when iree-compile rejects the kernel (here an object that is no ELF):
+    the compile warns, never fails, and gives eager's answer."""
+    from lowerkit.iree import compiler
+
+    monkeypatch.setattr(compiler, "_WARNED", set())  # warned once a process: not before here
+    bad = tmp_path / "not-an-object.o"
+    bad.write_bytes(b"not an ELF object")
+    monkeypatch.setattr(cpu_kernels, "attention_object_for",
+                        lambda target: cpu_kernels.KernelObject(bad, "x86-64-v4", 16))
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 32, 16) for _ in range(3))
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    with pytest.warns(UserWarning, match="IREE's tile sizes"):
+        art = lowerkit.compile(fn, (q, k, v), cache=False)
+    assert art.compile_rung == "fast, IREE's tile sizes"
+    assert not _kernel_dispatches(art) and _iree_attentions(art)
+    assert compare(art(q, k, v), fn(q, k, v), tol=TOL).ok
+
+
+def test_the_isa_follows_the_target_cpu():
+    """AVX-512 (F, BW, DQ, VL): sixteen rows a vector; AVX2 and FMA: eight; neither, or not
+    x86-64: no kernel (IREE's own attention)."""
+    avx512 = "+avx,+avx2,+fma,+avx512f,+avx512bw,+avx512dq,+avx512vl"
+    assert cpu_kernels.isa_for(avx512, "x86_64-unknown-unknown-eabi-elf") == ("x86-64-v4", 16)
+    assert cpu_kernels.isa_for("+avx,+avx2,+fma", "x86_64-unknown-linux-gnu") == ("x86-64-v3", 8)
+    assert cpu_kernels.isa_for("+avx,+sse4.2", "x86_64-unknown-linux-gnu") is None
+    assert cpu_kernels.isa_for(avx512, "aarch64-unknown-linux-gnu") is None
+
+
+def test_turning_the_kernels_off_changes_the_compile_caches_key(monkeypatch):
+    """A program compiled with the kernels must not answer for one compiled without them."""
+    on = cache.toolchain_versions()
+    monkeypatch.setenv(cpu_kernels.ENV, "0")
+    assert cpu_kernels.attention_object_for(lowerkit.Target.parse("cpu")) is None
+    assert cache.toolchain_versions() != on
