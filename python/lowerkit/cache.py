@@ -32,6 +32,7 @@ import importlib.util
 from typing import Any, Callable, Iterator, Sequence
 
 from ._version import __version__
+from .cache_folder import ENV, default_directory  # noqa: F401 - the cache's folder, here too
 from .ingress.signature import CallSignature
 from .ir import to_bytecode
 from .registry import custom_ops
@@ -40,21 +41,8 @@ from .stages.pipeline import Pipeline
 from . import target as targets  # by module: which CPU "host" is, looked up at each key
 from .target import Target
 
-ENV = "LOWERKIT_CACHE_DIR"
 KEY_FORMAT = 3                   # bump when the key's recipe changes
 _MAGIC = b"lowerkit-cache-entry 1\n"
-_OFF = {"0", "off", "false", "no", "none"}
-
-
-def default_directory() -> Path | None:
-    """Where the cache lives unless the API says otherwise; None when turned off."""
-    env = os.environ.get(ENV)
-    if env is not None and env.strip().lower() in _OFF:
-        return None
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "lowerkit"
 
 
 @functools.lru_cache(maxsize=1)

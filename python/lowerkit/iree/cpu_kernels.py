@@ -20,6 +20,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from .. import cache_folder
+
 ENV = "LOWERKIT_CPU_KERNELS"
 SOURCES = Path(__file__).parent / "kernels"
 # freestanding: no libc, no globals, no unwind tables, no calls the loader cannot resolve
@@ -83,9 +85,7 @@ def fingerprint() -> str:
 
 
 def _folder() -> Path:
-    from .. import cache
-
-    base = cache.default_directory()
+    base = cache_folder.default_directory()
     return (base / "kernels") if base is not None else Path(tempfile.gettempdir()) / "lowerkit-kernels"
 
 

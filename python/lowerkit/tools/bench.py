@@ -116,7 +116,8 @@ def run_metadata(command: str | None = None) -> dict:
         "env": {k: os.environ[k] for k in ("LOWERKIT_CPU_DRIVER", "LOWERKIT_DECOMPOSITIONS",
                                             "OMP_WAIT_POLICY", "OMP_NUM_THREADS",
                                             "LOWERKIT_TUNING_DB", "LOWERKIT_YIELDING_WAIT",
-                                            "LOWERKIT_HOLD_COLLECTIONS")
+                                            "LOWERKIT_HOLD_COLLECTIONS",
+                                            "LOWERKIT_CPU_KERNELS")
                 if k in os.environ},
         "tuning": _tuning_in_use(),
     }
