@@ -1204,6 +1204,18 @@ BLOCKS: dict[str, Block] = {
          " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
          " --json benchmarks/results/real-shapes-zen4-s66.json",),
         render_real_shapes, torch_threads=2),
+    "real-shapes-zen4-s68-kernels-off": Block(
+        ("real-shapes-zen4-s68-kernels-off.json",),
+        ("LOWERKIT_CPU_KERNELS=0 LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit"
+         " bench real --target cpu --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
+         " --json benchmarks/results/real-shapes-zen4-s68-kernels-off.json",),
+        render_real_shapes, torch_threads=2),
+    "real-shapes-zen4-s68": Block(
+        ("real-shapes-zen4-s68.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --target cpu"
+         " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
+         " --json benchmarks/results/real-shapes-zen4-s68.json",),
+        render_real_shapes, torch_threads=2),
     "real-ceiling-zen4": Block(
         ("real-ceiling-zen4.json",),
         (".venv/bin/python benchmarks/real_ceiling.py --run benchmarks/results/real-shapes-zen4-s62.json"
@@ -1531,6 +1543,17 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
          " --cases d64-keymask-1024,d64-keymask-4096 --no-profile --rounds 9"
          " --json benchmarks/results/attention-keymask.json",),
+        render_attention, torch_threads=2),
+    "attention-kernel-off": Block(
+        ("attention-kernel-off.json",),
+        ("LOWERKIT_CPU_KERNELS=0 LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python"
+         " benchmarks/attention.py --no-profile --rounds 9"
+         " --json benchmarks/results/attention-kernel-off.json",),
+        render_attention, torch_threads=2),
+    "attention-kernel": Block(
+        ("attention-kernel.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --no-profile --rounds 9 --json benchmarks/results/attention-kernel.json",),
         render_attention, torch_threads=2),
     "attention-causal-before": Block(
         ("attention-causal-before.json",),
