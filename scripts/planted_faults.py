@@ -1864,7 +1864,7 @@ FAULTS = [
     Fault('shared-mask-copied', "a mask every head shares is still copied to each before the attention",
           ['test/python/test_attention.py::test_a_mask_shared_by_every_head_is_read_once_not_copied_to_each'],
           'python/lowerkit/passes/attention.py',
-          '            shared = (None if fuse and (kernel is None or len(inputs) < 4 or causal)\n                      else _shared_mask(inputs[3], ir, m, s))\n',
+          '            shared = None if fuse else _shared_mask(inputs[3], ir, m, s)\n',
           '            shared = None\n'),
     Fault('shared-mask-any-batch', "a mask that differs per batch entry is read as one for all",
           ['test/python/test_attention.py::test_a_mask_shared_by_every_head_is_read_once_not_copied_to_each'],

@@ -8,7 +8,11 @@ instead of torch's math decomposition: two batch matmuls around a softmax over t
 eager, issue 22). IREE turns one attention op into ``iree_linalg_ext.online_attention``, a
 tiled online-softmax loop that never writes the scores out. What each target needs:
 
-* **llvm-cpu** (`for_cpu`): IREE's own tile sizes for attention are poor (4 x 1024 x 64: 210 ms
+* **llvm-cpu** (`for_cpu`): on an x86-64 CPU with AVX2 or AVX-512 and a C++ compiler,
+  lowerkit's own kernel (`iree/kernels/attention.cc`, `iree.cpu_kernels`) for the attentions
+  it takes (`_kernel_takes`): a ``flow.dispatch`` of a ``stream.executable`` linked with its
+  object, and IREE's form below kept beside it for the compile ladder. Otherwise, and as that
+  form: IREE's own tile sizes for attention are poor (4 x 1024 x 64: 210 ms
   of CPU time a call; 4 x 1500 x 16: 14-16 ms) and its codegen reduces along the key dimension
   inside vectors. Here the keys are transposed once (``[B, D, S]``, a dispatch of its own behind
   a barrier), so that ``Q @ K^T`` is an
@@ -292,10 +296,10 @@ def _kernel_function(name: str, types: list[str], out: str, shapes: list[list[in
     and the ``stream.executable`` that calls it, linked with its object. Workgroup (x, y)
     computes the x-th group of `KERNEL_ROWS_PER_GROUP` query rows of batch entry y (the
     other order, batch entries first, took a 4 x 4096 x 64 attention's dispatch from 94 to 99
-    ms, and with a shared ``[L, S]`` mask from 118 to 163; `lowerkit profile`). ``mask``: None, `KEYS` (one ``[S]`` row for every
-    query row and batch entry), `ROWS` (one ``[L, S]`` mask for every batch entry),
-    ``"batch"`` (``[B, L, S]``) or `CAUSAL` (the mask operand, torch-mlir's causal mask, is
-    not read: the kernel computes it)."""
+    ms, and with a shared ``[L, S]`` mask from 118 to 163; `lowerkit profile`). ``mask``:
+    None, `KEYS` (one ``[S]`` row for every query row and batch entry), `ROWS` (one
+    ``[L, S]`` mask for every batch entry), ``"batch"`` (``[B, L, S]``) or `CAUSAL` (the mask
+    operand, torch-mlir's causal mask, is not read: the kernel computes it)."""
     (b, m, d), (_, s, _), _ = shapes[:3]
     kind = KERNEL_MASK_KINDS[mask]
     read = len(types) == 4 and mask != CAUSAL  # the kernel reads a mask
@@ -458,13 +462,17 @@ def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS,
                 # query against 5 keys, seed 2113, programs 437-439); IREE's own tiles get
                 # both right, so those keep them
                 continue
+            fuse = len(inputs) < 4 or _computed_from_indices(inputs[3], ir)
+            shared = None if fuse else _shared_mask(inputs[3], ir, m, s)
             causal = kernel is not None and len(inputs) == 4 and _causal_mask(
                 inputs[3], ir, m, s)
-            fuse = len(inputs) < 4 or _computed_from_indices(inputs[3], ir)
-            # a mask computed from indices is computed inside IREE's attention dispatch, but
-            # the kernel reads it from memory: once for all heads where it is shared
-            shared = (None if fuse and (kernel is None or len(inputs) < 4 or causal)
-                      else _shared_mask(inputs[3], ir, m, s))
+            if kernel is not None and shared is None and len(inputs) == 4 and not causal:
+                # a mask computed from indices is computed inside IREE's attention dispatch,
+                # but the kernel reads it from memory: once for all heads where it is shared
+                shared = _shared_mask(inputs[3], ir, m, s)
+                if shared is not None and not _kernel_takes(
+                        [*types[:3], str(shared[0].type)], shapes, shared, causal):
+                    shared = None  # IREE's form reads it as it did
             if shared is not None:  # one mask for all: read before the broadcast copies it
                 inputs = [*inputs[:3], shared[0]]
                 types[3] = str(shared[0].type)
