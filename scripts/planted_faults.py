@@ -1975,6 +1975,11 @@ FAULTS = [
           "python/lowerkit/iree/cpu_kernels.py",
           "    if not enabled():\n        return \"off\"\n",
           "    if False:\n        return \"off\"\n"),
+    Fault("kernel-without-compiler", "a machine without a C++ compiler is still asked to build the attention kernel",
+          ["test/python/test_attention_kernel.py::test_without_a_compiler_attention_keeps_ireess_op"],
+          "python/lowerkit/iree/cpu_kernels.py",
+          "    compiler = _compiler()\n    version = compiler and _compiler_version(compiler)\n",
+          "    compiler = _compiler() or \"g++\"\n    version = compiler and _compiler_version(compiler)\n"),
 ]
 
 

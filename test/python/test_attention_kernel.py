@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 import lowerkit
 from lowerkit import cache
+from lowerkit import target as targets
 from lowerkit.iree import cpu_kernels
 from lowerkit.runtime.numerics import Tolerance, compare
 
@@ -86,9 +87,9 @@ def test_the_kernel_computes_every_attention_it_takes_as_eager_does():
 
 
 @needs_kernel
-@pytest.mark.skipif(cpu_kernels.isa_for(",".join(
-    f"+{f}" for f in open("/proc/cpuinfo").read().split()), "x86_64") is None,
-    reason="this CPU runs no AVX2 code")
+@pytest.mark.skipif(cpu_kernels.isa_for(
+    targets.resolve_host_cpu().get("cpu_features", ""), "x86_64") is None,
+    reason="this CPU runs no x86-64-v3 code")
 def test_the_kernel_for_avx2_cpus_computes_them_as_eager_does():
     """x86-64-v3 (AVX2 and FMA): eight query rows per vector, another build of the source."""
     _check("cpu:x86-64-v3")
@@ -169,9 +170,11 @@ def test_a_kernel_iree_cannot_link_falls_back_to_ireess_attention(monkeypatch, t
 def test_the_isa_follows_the_target_cpu():
     """AVX-512 (F, BW, DQ, VL): sixteen rows a vector; AVX2 and FMA: eight; neither, or not
     x86-64: no kernel (IREE's own attention)."""
-    avx512 = "+avx,+avx2,+fma,+avx512f,+avx512bw,+avx512dq,+avx512vl"
+    v3 = "+avx,+avx2,+bmi,+bmi2,+f16c,+fma,+lzcnt,+movbe"
+    avx512 = v3 + ",+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl"
     assert cpu_kernels.isa_for(avx512, "x86_64-unknown-unknown-eabi-elf") == ("x86-64-v4", 16)
-    assert cpu_kernels.isa_for("+avx,+avx2,+fma", "x86_64-unknown-linux-gnu") == ("x86-64-v3", 8)
+    assert cpu_kernels.isa_for(v3, "x86_64-unknown-linux-gnu") == ("x86-64-v3", 8)
+    assert cpu_kernels.isa_for("+avx,+avx2,+fma", "x86_64-unknown-linux-gnu") is None  # no BMI
     assert cpu_kernels.isa_for("+avx,+sse4.2", "x86_64-unknown-linux-gnu") is None
     assert cpu_kernels.isa_for(avx512, "aarch64-unknown-linux-gnu") is None
 
@@ -182,3 +185,16 @@ def test_turning_the_kernels_off_changes_the_compile_caches_key(monkeypatch):
     monkeypatch.setenv(cpu_kernels.ENV, "0")
     assert cpu_kernels.attention_object_for(lowerkit.Target.parse("cpu")) is None
     assert cache.toolchain_versions() != on
+
+
+def test_without_a_compiler_attention_keeps_ireess_op(monkeypatch):
+    """A machine without a C++ compiler builds no kernel: the attention is IREE's op, padded
+    to its tiles as before, and the answer is eager's."""
+    monkeypatch.setattr(cpu_kernels, "_compiler", lambda: None)
+    assert cpu_kernels.attention_object_for(lowerkit.Target.parse("cpu")) is None
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 1500, 16) for _ in range(3))
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    art = lowerkit.compile(fn, (q, k, v), cache=False)
+    assert not _kernel_dispatches(art) and _iree_attentions(art)
+    assert compare(art(q, k, v), fn(q, k, v), tol=TOL).ok

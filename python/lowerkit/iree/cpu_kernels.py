@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import cache_folder
@@ -30,26 +31,28 @@ _FLAGS = ("-O3", "-std=c++17", "-ffreestanding", "-fno-exceptions", "-fno-rtti",
           "-fno-asynchronous-unwind-tables", "-fno-stack-protector", "-fPIC", "-fno-plt",
           "-fvisibility=hidden", "-fno-tree-loop-distribute-patterns", "-fno-builtin",
           "-Wno-psabi")
-# the x86-64 levels the kernels are built for, by the features they need, widest first;
-# LANES: query rows per vector, one AVX-512 register or two AVX2 ones' worth of floats
+# the x86-64 levels the kernels are built for, widest first, with every feature the level lets
+# the compiler use (x86-64-v3's BMI and MOVBE too); LANES: query rows per vector, one
+# register's worth of floats (16 with AVX-512, 8 with AVX2)
+_V3 = ("+avx", "+avx2", "+bmi", "+bmi2", "+f16c", "+fma", "+lzcnt", "+movbe")
 _ISAS = (
-    ("x86-64-v4", ("+avx512f", "+avx512bw", "+avx512dq", "+avx512vl"), 16),
-    ("x86-64-v3", ("+avx2", "+fma"), 8),
+    ("x86-64-v4", (*_V3, "+avx512f", "+avx512bw", "+avx512cd", "+avx512dq", "+avx512vl"), 16),
+    ("x86-64-v3", _V3, 8),
 )
 _LOCK = threading.Lock()
 
 
+@dataclass(frozen=True)
 class KernelObject:
     """A built object: its path, the ISA level it needs and the rows per vector it uses."""
 
-    def __init__(self, path: Path, isa: str, lanes: int):
-        self.path, self.isa, self.lanes = path, isa, lanes
-
-    def __repr__(self) -> str:
-        return f"KernelObject({str(self.path)!r}, {self.isa!r}, lanes={self.lanes})"
+    path: Path
+    isa: str
+    lanes: int
 
 
 def enabled() -> bool:
+    """Whether lowerkit's CPU kernels may be used (``LOWERKIT_CPU_KERNELS``, on by default)."""
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "false", "no")
 
 
