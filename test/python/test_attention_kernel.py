@@ -198,3 +198,16 @@ def test_without_a_compiler_attention_keeps_ireess_op(monkeypatch):
     art = lowerkit.compile(fn, (q, k, v), cache=False)
     assert not _kernel_dispatches(art) and _iree_attentions(art)
     assert compare(art(q, k, v), fn(q, k, v), tol=TOL).ok
+
+
+@needs_kernel
+def test_an_attention_the_kernel_does_not_take_is_still_padded_for_ireess_tiles():
+    """A head dim over `KERNEL_MAX_HEAD_DIM` stays IREE's op, so ingress still pads Whisper's
+    1500 positions to its tiles (unpadded, its key loop would go 30 keys a step)."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 1, 1500, 160) for _ in range(3))
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    art = lowerkit.compile(fn, (q, k, v), cache=False)
+    stage = next(r for r in art.records if r.name == "lower-attention")
+    assert "flow.dispatch" not in stage.ops and "tensor.pad" in stage.ops, stage.ops
+    assert compare(art(q, k, v), fn(q, k, v), tol=TOL).ok
