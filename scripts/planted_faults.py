@@ -1985,6 +1985,11 @@ FAULTS = [
           "python/lowerkit/ingress/decompositions.py",
           "                  and query.shape[-1] == value.shape[-1] <= KERNEL_MAX_HEAD_DIM\n",
           "\n"),
+    Fault("kernel-nan-weighs-zero", "the attention kernel's exponential gives a NaN score the weight 0",
+          ["test/python/test_attention_kernel.py::test_a_nan_in_a_query_or_a_key_reaches_the_output_as_eagers_does"],
+          "python/lowerkit/iree/kernels/attention.cc",
+          "  return in != in ? in : r;\n",
+          "  return r;\n"),
 ]
 
 

@@ -211,3 +211,20 @@ def test_an_attention_the_kernel_does_not_take_is_still_padded_for_ireess_tiles(
     stage = next(r for r in art.records if r.name == "lower-attention")
     assert "flow.dispatch" not in stage.ops and "tensor.pad" in stage.ops, stage.ops
     assert compare(art(q, k, v), fn(q, k, v), tol=TOL).ok
+
+
+@needs_kernel
+def test_a_nan_in_a_query_or_a_key_reaches_the_output_as_eagers_does():
+    """A NaN score must not weigh 0: a NaN in a query row makes that row NaN, one in a key
+    makes every row of its head NaN, as eager gives them (never a silent number)."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 40, 16) for _ in range(3))
+    q[0, 0, 3, 5] = float("nan")
+    k[0, 1, 21, 2] = float("nan")
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    art = lowerkit.compile(fn, (q, k, v), cache=False)
+    assert _kernel_dispatches(art)
+    expected = fn(q, k, v)
+    assert torch.isnan(expected[0, 0, 3]).all() and torch.isnan(expected[0, 1]).all()
+    result = compare(art(q, k, v), expected, tol=TOL)
+    assert result.ok, result.message

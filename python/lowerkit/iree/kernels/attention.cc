@@ -25,13 +25,14 @@ typedef int32_t vi __attribute__((vector_size(LANES * 4)));
 typedef float vfu __attribute__((vector_size(LANES * 4), aligned(4)));  // an unaligned load
 
 static inline vf splat(float x) { return (vf){} + x; }
-static inline vf vmax(vf a, vf b) { return a > b ? a : b; }
+// max that keeps a NaN from either side: a NaN score must not be dropped, nor weigh 0
+static inline vf vmax(vf a, vf b) { return a != a ? a : a > b ? a : b; }
 
-// 2^x for x <= 0, 0 below 2^-126 (a masked key's weight is exactly 0). Degree-6 polynomial
-// on the fraction in [-1/2, 1/2]: about 2e-7 relative error.
-static inline vf exp2v(vf x) {
-  vi ok = x >= -126.0f;
-  x = x > -126.0f ? x : splat(-126.0f);
+// 2^x for x <= 0, 0 below 2^-126 (a masked key's weight is exactly 0), NaN for NaN.
+// Degree-6 polynomial on the fraction in [-1/2, 1/2]: about 2e-7 relative error.
+static inline vf exp2v(vf in) {
+  const vi ok = ~(in < -126.0f);  // NaN too: it is kept below
+  const vf x = in < -126.0f || in != in ? splat(-126.0f) : in;
   vf t = x + 12582912.0f;  // 1.5 * 2^23: t's low mantissa bits hold round(x)
   vf n = t - 12582912.0f;
   vf f = x - n;
@@ -43,7 +44,8 @@ static inline vf exp2v(vf x) {
   p = p * f + 6.9314718e-1f;
   p = p * f + 1.0f;
   vi e = ((vi)t - 0x4B400000) << 23;
-  return (vf)(((vi)p + e) & ok);
+  const vf r = (vf)(((vi)p + e) & ok);
+  return in != in ? in : r;
 }
 
 // A LANES x LANES tile transposed in registers: log2(LANES) rounds, each swapping the
