@@ -1983,7 +1983,7 @@ FAULTS = [
     Fault("kernel-ingress-skips-pad-for-any-head", "ingress leaves unpadded an attention the kernel will not take (a head dim over its limit)",
           ["test/python/test_attention_kernel.py::test_an_attention_the_kernel_does_not_take_is_still_padded_for_ireess_tiles"],
           "python/lowerkit/ingress/decompositions.py",
-          "                  and query.shape[-1] == value.shape[-1] <= KERNEL_MAX_HEAD_DIM\n",
+          "                  and kernel_takes_shapes(math.prod(query.shape[:-1]), query.shape[-1],\n                                          value.shape[-1])\n",
           "\n"),
     Fault("kernel-nan-weighs-zero", "the attention kernel's exponential gives a NaN score the weight 0",
           ["test/python/test_attention_kernel.py::test_a_nan_in_a_query_or_a_key_reaches_the_output_as_eagers_does"],

@@ -231,14 +231,19 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_asked)
 
 
+def resolved_cpu(target: "Target") -> dict:
+    """`resolve_host_cpu` for a llvm-cpu ``target``: the CPU its ``--iree-llvmcpu-target-*``
+    flags name, or the host's when they name none. Raises `TargetError` as that does."""
+    return resolve_host_cpu(llvmcpu_flags(target.flags) or _DEFAULT_CPU_FLAGS)
+
+
 def native_vector_bytes(target: "Target") -> int:
     """The widest SIMD register of the CPU a llvm-cpu ``target`` compiles for (64 bytes with
     AVX-512, 32 with AVX, else 16), as iree-compile resolves its CPU. IREE's llvm-cpu refuses
     vectors of 512 such registers (LLVMCPUVerifyVectorSizeLegality), so lowerkit's own tile
     sizes (`passes/attention.py`) stay under that."""
     try:
-        features = resolve_host_cpu(llvmcpu_flags(target.flags) or
-                                    (f"{_LLVMCPU_FLAG}cpu={HOST}",)).get("cpu_features", "")
+        features = resolved_cpu(target).get("cpu_features", "")
     except TargetError:
         return 16
     return 64 if "+avx512f" in features else 32 if "+avx" in features else 16

@@ -160,8 +160,7 @@ def cpu_key(target: Any = "cpu") -> str | None:
     t = targets.Target.parse(target)
     if "llvm-cpu" not in t.backend:
         return None
-    flags = targets.llvmcpu_flags(t.flags) or (f"--iree-llvmcpu-target-cpu={targets.HOST}",)
-    cpu = targets.resolve_host_cpu(tuple(flags))
+    cpu = targets.resolved_cpu(t)
     features = hashlib.sha256(cpu.get("cpu_features", "").encode()).hexdigest()[:12]
     return f"iree {version('iree-base-compiler')} {cpu.get('cpu', '?')} {features}"
 

@@ -75,7 +75,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import guard_or_false
 
 from .. import tuning
-from ..passes.attention import KERNEL_MAX_HEAD_DIM, MAX_KEY_TILE, largest_divisor
+from ..passes.attention import MAX_KEY_TILE, kernel_takes_shapes, largest_divisor
 
 aten = torch.ops.aten
 
@@ -1355,10 +1355,10 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
     )
     if whole:
         # lowerkit's CPU kernel takes any length and skips the keys a causal row cannot see
-        # (where `passes.attention._kernel_takes` will: the head dims, more than one row)
         kernel = (attn_mask is None and not _SDPA_MASK_READY.on and query.dtype == torch.float32
-                  and query.shape[-1] == value.shape[-1] <= KERNEL_MAX_HEAD_DIM
-                  and math.prod(query.shape[:-1]) > 1 and tuning.attention_kernel())
+                  and kernel_takes_shapes(math.prod(query.shape[:-1]), query.shape[-1],
+                                          value.shape[-1])
+                  and tuning.attention_kernel())
         if attn_mask is None and not is_causal and not _SDPA_MASK_READY.on and not kernel:
             padded = _sdpa_padded(query, key, value, scale)
             if padded is not None:

@@ -101,6 +101,15 @@ def _compiler_version(compiler: str) -> str | None:
     return out.stdout.splitlines()[0] if out.returncode == 0 and out.stdout else None
 
 
+@functools.lru_cache(maxsize=None)
+def _object_name(source: str, isa: str, flags: tuple[str, ...], version: str) -> str:
+    """The object's file name: its source, flags and compiler hashed (read once a process;
+    every program with an attention asks, from ingress and from `lower-attention`)."""
+    text = (SOURCES / source).read_bytes()
+    key = hashlib.sha256(repr((text, flags, version)).encode()).hexdigest()[:16]
+    return f"{Path(source).stem}-{isa}-{key}.o"
+
+
 def _build(source: str, isa: str, lanes: int) -> "KernelObject | None":
     """The object for ``source`` at ``isa``, from the folder if built before (by this process
     or another: the folder may change, or be emptied, between two calls), else built now."""
@@ -108,11 +117,9 @@ def _build(source: str, isa: str, lanes: int) -> "KernelObject | None":
     version = compiler and _compiler_version(compiler)
     if not version:
         return None
-    text = (SOURCES / source).read_bytes()
     flags = (*_FLAGS, f"-march={isa}", f"-DLANES={lanes}")
-    key = hashlib.sha256(repr((text, flags, version)).encode()).hexdigest()[:16]
     folder = _folder()
-    path = folder / f"{Path(source).stem}-{isa}-{key}.o"
+    path = folder / _object_name(source, isa, flags, version)
     if path.exists():
         return KernelObject(path, isa, lanes)
     folder.mkdir(parents=True, exist_ok=True)
@@ -159,8 +166,7 @@ def attention_object_for(target) -> "KernelObject | None":
     if not enabled():
         return None
     try:
-        resolved = targets.resolve_host_cpu(targets.llvmcpu_flags(target.flags)
-                                            or (f"{targets._LLVMCPU_FLAG}cpu={targets.HOST}",))
+        resolved = targets.resolved_cpu(target)
     except targets.TargetError:
         return None
     return attention_object(resolved.get("cpu_features", ""), resolved.get("target_triple", ""))

@@ -121,6 +121,15 @@ def _float(value: float, element: str) -> str:
 _MAPS5 = "(d0, d1, d2, d3, d4) -> "
 
 
+def _owner_through_reshapes(value: Any) -> Any:
+    """The op that computes ``value``, past any reshapes of it (torch-mlir collapses the
+    batch and head dims of each attention operand)."""
+    owner = value.owner
+    while getattr(owner, "name", None) in ("tensor.collapse_shape", "tensor.expand_shape"):
+        owner = owner.operands[0].owner
+    return owner
+
+
 def _computed_from_indices(value: Any, ir: Any, depth: int = 8) -> bool:
     """Whether a mask is computed from loop indices and constants alone, which its attention
     dispatch computes as it goes: a causal mask (a ``linalg`` op without inputs, maybe
@@ -128,9 +137,7 @@ def _computed_from_indices(value: Any, ir: Any, depth: int = 8) -> bool:
     compared, selected between two constants and broadcast: a chain of ``linalg.generic``s,
     each reading only such values). Read from memory instead, that mask cost a 6 x 1500
     x 64 attention 4.3 ms to write and 8 ms more to read (`lowerkit profile`)."""
-    owner = value.owner
-    while getattr(owner, "name", None) in ("tensor.collapse_shape", "tensor.expand_shape"):
-        owner = owner.operands[0].owner
+    owner = _owner_through_reshapes(value)
     name = getattr(owner, "name", "")
     if name in ("linalg.fill", "arith.constant"):
         return True
@@ -152,9 +159,7 @@ def _shared_mask(value: Any, ir: Any, m: int, s: int) -> "tuple[Any, str] | None
     4 x 4096 x 64 attention's call (`lowerkit profile`). `KEYS`: a ``[1, ..., 1, s]`` mask,
     a key-padding mask (mask map ``(d4)``), which the copy also repeated for every query row:
     104 ms of a 317 ms call at 4 x 4096 x 64."""
-    owner = value.owner
-    while getattr(owner, "name", None) in ("tensor.collapse_shape", "tensor.expand_shape"):
-        owner = owner.operands[0].owner
+    owner = _owner_through_reshapes(value)
     if getattr(owner, "name", None) != "linalg.generic":
         return None
     ins, _ = _operands(owner, ir)
@@ -184,9 +189,7 @@ def _causal_mask(value: Any, ir: Any, m: int, s: int) -> bool:
     without inputs whose element is 0 where the key's index is at most the row's and -inf
     elsewhere (maybe reshaped). lowerkit's kernel computes it instead of reading it, and
     never visits the key tiles after a block's last row."""
-    owner = value.owner
-    while getattr(owner, "name", None) in ("tensor.collapse_shape", "tensor.expand_shape"):
-        owner = owner.operands[0].owner
+    owner = _owner_through_reshapes(value)
     shape = _shape(value.type)
     if (getattr(owner, "name", None) != "linalg.generic" or _operands(owner, ir)[0]
             or shape is None or shape[0][-2:] != [m, s]):
@@ -411,13 +414,21 @@ def _decomposed_function(name: str, types: list[str], out: str, element: str,
 }}"""
 
 
+def kernel_takes_shapes(rows: int, d: int, n: int) -> bool:
+    """Whether lowerkit's CPU kernel takes an attention of ``rows`` query rows over all batch
+    entries, head dim ``d`` and values ``n`` wide (ingress asks too: it pads and chunks for
+    IREE's tiles what the kernel will not take, `ingress.decompositions._sdpa`). A single row
+    keeps IREE's own tiles (`_rewrite`)."""
+    return rows > 1 and n == d <= KERNEL_MAX_HEAD_DIM
+
+
 def _kernel_takes(types: list[str], shapes: list[list[int]], shared: Any,
                   causal: bool) -> bool:
-    """Whether lowerkit's CPU kernel computes this attention: float32 throughout, values as
-    wide as the keys, a head dim of up to `KERNEL_MAX_HEAD_DIM`, and no mask, the causal
-    one, or a float one that is shared (`_shared_mask`) or ``[B, L, S]``."""
+    """Whether lowerkit's CPU kernel computes this attention: float32 throughout, shapes it
+    takes (`kernel_takes_shapes`), and no mask, the causal one, or a float one that is shared
+    (`_shared_mask`) or ``[B, L, S]``."""
     (b, m, d), (_, s, _), (_, _, n) = shapes[:3]
-    if n != d or d > KERNEL_MAX_HEAD_DIM or not all(t.endswith("xf32>") for t in types[:3]):
+    if not kernel_takes_shapes(b * m, d, n) or not all(t.endswith("xf32>") for t in types[:3]):
         return False
     return (len(types) == 3 or causal or (types[3].endswith("xf32>") and (
         shared is not None or _shape(types[3]) == ([b, m, s], "f32"))))
@@ -466,7 +477,7 @@ def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS,
             shared = None if fuse else _shared_mask(inputs[3], ir, m, s)
             causal = kernel is not None and len(inputs) == 4 and _causal_mask(
                 inputs[3], ir, m, s)
-            if kernel is not None and shared is None and len(inputs) == 4 and not causal:
+            if kernel is not None and fuse and len(inputs) == 4 and not causal:
                 # a mask computed from indices is computed inside IREE's attention dispatch,
                 # but the kernel reads it from memory: once for all heads where it is shared
                 shared = _shared_mask(inputs[3], ir, m, s)
