@@ -145,11 +145,62 @@ def test_with_the_kernel_ingress_neither_pads_nor_chunks():
         assert result.ok, (length, result.message)
 
 
+def _dead_rows():
+    """Three masked attentions with rows whose every key is masked (eager gives them 0): a
+    mask every head shares, one per head, and a key-padding mask that masks every key."""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 40, 16, generator=gen) for _ in range(3))
+    rows = torch.randn(1, 1, 40, 40, generator=gen)
+    rows[..., 7, :] = float("-inf")
+    per_head = torch.randn(1, 2, 40, 40, generator=gen)
+    per_head[0, 1, 30, :] = per_head[0, 0, 0, :] = float("-inf")
+    keys = torch.full((1, 1, 1, 40), float("-inf"))
+
+    def fn(q, k, v, rows, per_head, keys):
+        return tuple(F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+                     for m in (rows, per_head, keys))
+
+    args = (q, k, v, rows, per_head, keys)
+    expected = fn(*args)
+    assert expected[0][0, :, 7].abs().max() == 0 and expected[2].abs().max() == 0
+    return fn, args, expected
+
+
 @needs_kernel
-def test_a_kernel_iree_cannot_link_falls_back_to_ireess_attention(monkeypatch, tmp_path):
+def test_rows_whose_every_key_is_masked_cost_no_dispatch_of_their_own():
+    """The kernel gives such rows 0 itself, so ingress adds no check of the mask (a reduction
+    over all of it, and a fill of the output): the kernel's dispatches are the program's
+    only ones, and the dead rows come out 0 as in eager."""
+    fn, args, expected = _dead_rows()
+    art = lowerkit.compile(fn, args, cache=False)
+    exports = set(re.findall(rb"main_dispatch_\d+_[a-z_]+[0-9x]*", art.vmfb))
+    assert len(_kernel_dispatches(art)) == 3 and not exports, exports
+    result = compare(art(*args), expected, tol=TOL)
+    assert result.ok, result.message
+
+
+@needs_kernel
+def test_ireess_form_zeroes_dead_rows_where_the_kernel_does_not_take_the_mask(monkeypatch):
+    """Ingress leaves dead rows to the kernel wherever the kernel could take the attention;
+    if the pass then keeps IREE's form (here: told the kernel takes nothing), that form
+    zeroes them, where IREE's attention alone gives NaN."""
+    from lowerkit.passes import attention
+
+    monkeypatch.setattr(attention, "_kernel_takes", lambda *a, **k: False)
+    fn, args, expected = _dead_rows()
+    art = lowerkit.compile(fn, args, cache=False)
+    assert not _kernel_dispatches(art) and _iree_attentions(art)
+    result = compare(art(*args), expected, tol=TOL)
+    assert result.ok, result.message
+
+
+@needs_kernel
+@pytest.mark.parametrize("masked", [False, True], ids=["plain", "dead-rows"])
+def test_a_kernel_iree_cannot_link_falls_back_to_ireess_attention(monkeypatch, tmp_path,
+                                                                   masked):
     """The compile ladder's first rung calls IREE's form of the same attention, kept beside
     the kernel's call, when iree-compile rejects the kernel (here an object that is no ELF):
-    the compile warns, never fails, and gives eager's answer."""
+    the compile warns, never fails, and gives eager's answer, 0 in dead rows included."""
     from lowerkit.iree import compiler
 
     monkeypatch.setattr(compiler, "_WARNED", set())  # warned once a process: not before here
@@ -158,13 +209,18 @@ def test_a_kernel_iree_cannot_link_falls_back_to_ireess_attention(monkeypatch, t
     monkeypatch.setattr(cpu_kernels, "attention_object_for",
                         lambda target: cpu_kernels.KernelObject(bad, "x86-64-v4", 16))
     torch.manual_seed(0)
-    q, k, v = (torch.randn(1, 2, 32, 16) for _ in range(3))
-    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    if masked:
+        fn, args, expected = _dead_rows()
+    else:
+        args = tuple(torch.randn(1, 2, 32, 16) for _ in range(3))
+        fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+        expected = fn(*args)
     with pytest.warns(UserWarning, match="IREE's tile sizes"):
-        art = lowerkit.compile(fn, (q, k, v), cache=False)
+        art = lowerkit.compile(fn, args, cache=False)
     assert art.compile_rung == "fast, IREE's tile sizes"
     assert not _kernel_dispatches(art) and _iree_attentions(art)
-    assert compare(art(q, k, v), fn(q, k, v), tol=TOL).ok
+    result = compare(art(*args), expected, tol=TOL)
+    assert result.ok, result.message
 
 
 def test_the_isa_follows_the_target_cpu():

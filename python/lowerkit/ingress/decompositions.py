@@ -1341,7 +1341,10 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
 
     A mask reaches the kept op additive (a bool one as 0 / -inf), and a row whose every key
     is masked is set to 0 after, as eager's safe softmax gives it: IREE's attention gave NaN
-    there (torch-mlir's e2e ``ScaledDotProductAttentionBoolMaskModule_basic``)."""
+    there (torch-mlir's e2e ``ScaledDotProductAttentionBoolMaskModule_basic``). Not where
+    lowerkit's CPU kernel takes the attention: it gives those rows 0 itself, and IREE's form
+    kept for it zeroes them in `lower-attention`; the check read the whole mask once more (a
+    dispatch of its own, 5.7 of 78.7 ms at 4 x 4096 x 64 with an ``[L, S]`` mask)."""
     tensors = [query, key, value] + ([attn_mask] if attn_mask is not None else [])
     whole = (
         dropout_p == 0.0 and not (is_causal and attn_mask is not None) and not enable_gqa
@@ -1355,7 +1358,9 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
     )
     if whole:
         # lowerkit's CPU kernel takes any length and skips the keys a causal row cannot see
-        kernel = (attn_mask is None and not _SDPA_MASK_READY.on and query.dtype == torch.float32
+        # lowerkit's CPU kernel takes any length, skips the keys a causal row cannot see, and
+        # gives 0 for a row whose every key is masked (IREE's form of it too, `lower-attention`)
+        kernel = (not _SDPA_MASK_READY.on and query.dtype == torch.float32
                   and kernel_takes_shapes(math.prod(query.shape[:-1]), query.shape[-1],
                                           value.shape[-1])
                   and tuning.attention_kernel())
@@ -1369,17 +1374,16 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
                 return chunked
         if attn_mask is None or _SDPA_MASK_READY.on:
             return NotImplemented
+        additive = attn_mask
         if attn_mask.dtype == torch.bool:
-            dead = attn_mask.logical_not().all(-1, keepdim=True)
             additive = torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(
                 attn_mask.logical_not(), float("-inf"))
-        else:
-            dead = torch.isneginf(attn_mask).all(-1, keepdim=True)
-            additive = attn_mask
         with _SDPA_MASK_READY.calling():  # the op kept whole, not decomposed again
             out = aten.scaled_dot_product_attention.default(query, key, value, additive, 0.0,
                                                              False, scale=scale)
-        return out.masked_fill(dead, 0.0)
+        if kernel:  # the kernel (or IREE's form in its place) zeroes the dead rows itself
+            return out
+        return out.masked_fill(torch.isneginf(additive).all(-1, keepdim=True), 0.0)
     if attn_mask is not None and attn_mask.dtype == torch.bool:
         # the math kernel adds its mask: a bool one must first become 0 / -inf, as
         # F.scaled_dot_product_attention makes it (added as 0/1 it was Falcon's wrong answer)

@@ -119,6 +119,7 @@ def _float(value: float, element: str) -> str:
 
 
 _MAPS5 = "(d0, d1, d2, d3, d4) -> "
+_NEG_INF = {"f32": "0xFF800000", "f16": "0xFC00"}
 
 
 def _owner_through_reshapes(value: Any) -> Any:
@@ -219,7 +220,8 @@ def _causal_mask(value: Any, ir: Any, m: int, s: int) -> bool:
 
 def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: list[list[int]],
                   scale: float, tiles: tuple[int, int, int], loc: str,
-                  fuse_mask: bool = True, shared_mask: str | None = None) -> str:
+                  fuse_mask: bool = True, shared_mask: str | None = None,
+                  zero_dead_rows: bool = False) -> str:
     """A private function: keys transposed, then the attention op with ``compilation_info``;
     IREE inlines it. Barriers keep the op's operands and result as they are here: dispatch
     formation would otherwise fold the transpose back, or fold reshapes around the op into it
@@ -232,7 +234,9 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
     False): a broadcast fused in was 0.65 of the output's scale off (a ``[B, 1, L, S]`` mask,
     torch-mlir's e2e ``ScaledDotProductAttentionMaskModule_basic``). ``shared_mask``: the mask
     operand is one mask for every batch entry (`_shared_mask`): `ROWS`, ``[1, ..., L, S]``
-    read as ``[L, S]``; `KEYS`, ``[1, ..., 1, S]`` read as ``[S]``."""
+    read as ``[L, S]``; `KEYS`, ``[1, ..., 1, S]`` read as ``[S]``. ``zero_dead_rows``: rows
+    whose every key the mask masks come out 0, as eager's safe softmax gives them, where
+    ingress left that to the kernel (`_dead_rows_zeroed`)."""
     (b, m, d), (_, s, _), (_, _, n) = shapes[:3]
     kt = f"tensor<{b}x{d}x{s}x{element}>"
     dm, vm, vk = tiles
@@ -265,6 +269,9 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
         masked = "%mask2"
     if len(types) == 4 and fuse_mask:
         ins[4] = masked
+    zeroed, result = "", "%o"
+    if zero_dead_rows and len(types) == 4:
+        zeroed, result = _dead_rows_zeroed(masked, in_types[4], out, loc), "%z"
     return f"""func.func private @{name}({params}) -> {out} {{
   %scale = arith.constant {_float(scale, element)} : {element} {loc}
   %kt0 = tensor.empty() : {kt} {loc}
@@ -278,9 +285,43 @@ def _cpu_function(name: str, types: list[str], out: str, element: str, shapes: l
   ^bb0(%a: f32 {loc}):
     iree_linalg_ext.yield %a : f32 {loc}
   }} -> {out} {loc}
-  %ob = {COMPUTE_BARRIER} %o : {out} -> {out} {loc}
+{zeroed}
+  %ob = {COMPUTE_BARRIER} {result} : {out} -> {out} {loc}
   return %ob : {out} {loc}
 }}"""
+
+
+def _dead_rows_zeroed(mask: str, mask_type: str, out: str, loc: str) -> str:
+    """``%z``: the attention's output ``%o`` with 0 in each row whose every key ``mask`` masks
+    (-inf), as eager's safe softmax gives it, and as lowerkit's kernel computes it; IREE's
+    attention gives NaN there. Ingress leaves this to the kernel (`ingress.decompositions._sdpa`),
+    so IREE's form of an attention the kernel could take does it here. ``mask_type``: ``[S]``,
+    ``[L, S]``, or ``[B or 1, L or 1, S]``."""
+    (b, m, _), _ = _shape(out)
+    dims, element = _shape(mask_type)
+    # the leading dims: none for [S], the rows for [L, S]; a dim of 1 is broadcast
+    lead = ["d1"] if len(dims) == 2 else [
+        "0" if size == 1 else dim for size, dim in zip(dims[:-1], ("d0", "d1"))]
+    read = ", ".join([*lead, "d2"])
+    dead = f"tensor<{b}x{m}xi1>"
+    maps3 = "(d0, d1, d2) -> "
+    return f"""  %dead_true = arith.constant true {loc}
+  %dead_init = tensor.empty() : {dead} {loc}
+  %dead_fill = linalg.fill ins(%dead_true : i1) outs(%dead_init : {dead}) -> {dead} {loc}
+  %dead = linalg.generic {{indexing_maps = [affine_map<{maps3}({read})>, affine_map<{maps3}(d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]}} ins({mask} : {mask_type}) outs(%dead_fill : {dead}) {{
+  ^bb0(%x: {element} {loc}, %all: i1 {loc}):
+    %ninf = arith.constant {_NEG_INF[element]} : {element} {loc}
+    %is = arith.cmpf oeq, %x, %ninf : {element} {loc}
+    %still = arith.andi %all, %is : i1 {loc}
+    linalg.yield %still : i1 {loc}
+  }} -> {dead} {loc}
+  %zeroed = tensor.empty() : {out} {loc}
+  %z = linalg.generic {{indexing_maps = [affine_map<{maps3}(d0, d1, d2)>, affine_map<{maps3}(d0, d1)>, affine_map<{maps3}(d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}} ins(%o, %dead : {out}, {dead}) outs(%zeroed : {out}) {{
+  ^bb0(%x: f32 {loc}, %d: i1 {loc}, %_: f32 {loc}):
+    %zero = arith.constant 0.0 : f32 {loc}
+    %r = arith.select %d, %zero, %x : f32 {loc}
+    linalg.yield %r : f32 {loc}
+  }} -> {out} {loc}"""
 
 
 # The function holding IREE's form of an attention that lowerkit's kernel computes is named so;
@@ -488,8 +529,13 @@ def _rewrite(module_op: Any, how: str, limit: int = VECTOR_LIMIT_ELEMENTS,
                 inputs = [*inputs[:3], shared[0]]
                 types[3] = str(shared[0].type)
                 fuse = _computed_from_indices(inputs[3], ir)
+            # where the kernel could take it, ingress left the rows whose every key is
+            # masked to the kernel: IREE's form zeroes them itself, as the kernel's fallback
+            # or where the kernel did not take the mask after all
             text = _cpu_function(name, types, out, element, shapes, scale, tiles, loc,
-                                 fuse_mask=fuse, shared_mask=shared and shared[1])
+                                 fuse_mask=fuse, shared_mask=shared and shared[1],
+                                 zero_dead_rows=kernel is not None and kernel_takes_shapes(
+                                     b * m, d, shapes[2][2]))
             if kernel is not None and _kernel_takes(types, shapes, shared, causal):
                 # lowerkit's kernel; IREE's op kept beside it, with the same operands, for
                 # the compile ladder's first rung (`iree.compiler.without_op_configs`)
