@@ -2012,6 +2012,11 @@ FAULTS = [
           "python/lowerkit/passes/attention.py",
           "        \"0\" if size == 1 else dim for size, dim in zip(dims[:-1], (\"d0\", \"d1\"))]\n",
           "        \"0\" if size == 1 or dim == \"d0\" else dim for size, dim in zip(dims[:-1], (\"d0\", \"d1\"))]\n"),
+    Fault("factory-package-loaded-alone", "FILE.py:FACTORY loads a package's module alone: its relative imports fail",
+          ["test/python/test_cli_run.py::test_a_factory_in_a_packages_file_imports_its_siblings"],
+          "python/lowerkit/cli/_factory.py",
+          "        if dotted is not None:  # its relative imports then resolve, as in `python -m`\n",
+          "        if False:\n"),
 ]
 
 

@@ -69,3 +69,22 @@ def test_pipeline_file_runs_as_a_script(tmp_path):
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "torch.aten.relu" in proc.stdout and "linalg" not in proc.stdout
+
+
+def test_a_factory_in_a_packages_file_imports_its_siblings(tmp_path):
+    """``FILE.py:FACTORY`` naming a module of a package (the real-shape set's file) loads it
+    as that module, so its relative imports resolve; a file of its own loads alone."""
+    from lowerkit.cli._factory import _package_module, load_case
+
+    case = load_case(str(ROOT / "python/lowerkit/zoo/real_shapes.py") + ":sdpa_1500")
+    assert case.name == "sdpa_1500" and len(case.args) == 3
+    assert _package_module(ROOT / "python/lowerkit/zoo/real_shapes.py") == \
+        "lowerkit.zoo.real_shapes"
+    alone = tmp_path / "m.py"
+    alone.write_text(FACTORY)
+    assert _package_module(alone) is None and load_case(f"{alone}:good").name == "good"
+    package = tmp_path / "pkg"  # a package that is not the one imported under its name
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "m.py").write_text(FACTORY)
+    assert _package_module(package / "m.py") is None

@@ -24,7 +24,7 @@ COMMANDS = {
     "zoo": "Run the model zoo through lowerkit: stage reached and max error against eager.",
     "bench": "Benchmark MODEL|zoo: eager, torch.compile and lowerkit, interleaved in one process.",
     "profile": "Where a compiled model's call goes: each dispatch's time inside the call, slowest first.",
-    "tune": "Measure which form each convolution of FILE.py:FACTORY runs fastest in on this CPU; store it.",
+    "tune": "Measure which form each convolution of MODEL (a zoo name or FILE.py:FACTORY) runs fastest in on this CPU; store it.",
     "fuzz": "Differential fuzzing: random small torch programs through lowerkit against eager.",
 }
 

@@ -33,17 +33,42 @@ def load_factory(spec: str) -> Callable:
         file = Path(path)
         if not file.exists():
             raise LowerkitError(f"no such file: {file}")
-        name = f"_lowerkit_user_{file.stem}"
-        mod_spec = importlib.util.spec_from_file_location(name, file)
-        module = importlib.util.module_from_spec(mod_spec)
-        sys.modules[name] = module
-        mod_spec.loader.exec_module(module)
+        dotted = _package_module(file)
+        if dotted is not None:  # its relative imports then resolve, as in `python -m`
+            module = importlib.import_module(dotted)
+        else:
+            name = f"_lowerkit_user_{file.stem}"
+            mod_spec = importlib.util.spec_from_file_location(name, file)
+            module = importlib.util.module_from_spec(mod_spec)
+            sys.modules[name] = module
+            mod_spec.loader.exec_module(module)
     else:
         module = importlib.import_module(path)
     try:
         return getattr(module, attr)
     except AttributeError:
         raise LowerkitError(f"{path} has no attribute {attr!r}") from None
+
+
+def _package_module(file: Path) -> str | None:
+    """The dotted name under which ``file`` is a module of an importable package
+    (``python/lowerkit/zoo/real_shapes.py``: ``lowerkit.zoo.real_shapes``), or None for a file
+    of its own. Loaded alone, a package's module cannot import its siblings (``from . import``:
+    "attempted relative import with no known parent package")."""
+    file = file.resolve()
+    parts, folder = [file.stem], file.parent
+    while (folder / "__init__.py").exists():  # up to the top package
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if len(parts) < 2:
+        return None
+    try:
+        spec = importlib.util.find_spec(".".join(parts))
+    except ImportError:
+        return None
+    if spec is None or not spec.origin or Path(spec.origin).resolve() != file:
+        return None  # another copy of the package is the one imported: load the file itself
+    return ".".join(parts)
 
 
 def load_case(spec: str) -> ModelCase:

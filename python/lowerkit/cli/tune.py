@@ -1,4 +1,4 @@
-"""``lowerkit tune FILE.py:FACTORY``: measure which form each convolution of a model runs
+"""``lowerkit tune MODEL``: measure which form each convolution of a model runs
 fastest in on this CPU, and store the choices for later compiles (`lowerkit.tools.tune`)."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from ._console import console as console_
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from lowerkit.tools.tune import ROUNDS
 
-    p.add_argument("model", metavar="FILE.py:FACTORY", help="factory returning (model, args[, kwargs])")
+    p.add_argument("model", metavar="MODEL",
+                   help="a zoo or real-shape model name, or FILE.py:FACTORY returning "
+                        "(model, args[, kwargs])")
     p.add_argument("--target", default="cpu",
                    help="CPU target whose compiles read the choices (default: cpu, this host)")
     p.add_argument("--database", default=None,
@@ -32,10 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from lowerkit.tools.tune import tune
 
-    from ._factory import load_case
+    from ._factory import model_case
 
     console = console_()
-    case = load_case(args.model)
+    case = model_case(args.model)
     with console.status(f"tuning {case.name}") as status:
         report = tune(case.fn, case.args, case.kwargs, target=args.target,
                       database=args.database, rounds=args.rounds, retune=args.retune,
