@@ -30,6 +30,11 @@ needs_kernel = pytest.mark.skipif(
     reason="lowerkit's attention kernel does not build here (no C++ compiler or no AVX2)")
 
 
+def _avx2_runs_here():
+    return cpu_kernels.isa_for(targets.resolve_host_cpu().get("cpu_features", ""),
+                               "x86_64") is not None
+
+
 def _kernel_dispatches(art) -> set[bytes]:
     return set(re.findall(rb"lowerkit_attention_\d+_entry", art.vmfb))
 
@@ -87,9 +92,7 @@ def test_the_kernel_computes_every_attention_it_takes_as_eager_does():
 
 
 @needs_kernel
-@pytest.mark.skipif(cpu_kernels.isa_for(
-    targets.resolve_host_cpu().get("cpu_features", ""), "x86_64") is None,
-    reason="this CPU runs no x86-64-v3 code")
+@pytest.mark.skipif(not _avx2_runs_here(), reason="this CPU runs no x86-64-v3 code")
 def test_the_kernel_for_avx2_cpus_computes_them_as_eager_does():
     """x86-64-v3 (AVX2 and FMA): eight query rows per vector, another build of the source."""
     _check("cpu:x86-64-v3")
@@ -270,17 +273,53 @@ def test_an_attention_the_kernel_does_not_take_is_still_padded_for_ireess_tiles(
 
 
 @needs_kernel
-def test_a_nan_in_a_query_or_a_key_reaches_the_output_as_eagers_does():
+@pytest.mark.parametrize("target", ["cpu", pytest.param("cpu:x86-64-v3", marks=pytest.mark.skipif(
+    not _avx2_runs_here(), reason="this CPU runs no x86-64-v3 code"))])
+def test_a_nan_in_a_query_or_a_key_reaches_the_output_as_eagers_does(target):
     """A NaN score must not weigh 0: a NaN in a query row makes that row NaN, one in a key
-    makes every row of its head NaN, as eager gives them (never a silent number)."""
+    makes every row of its head NaN, as eager gives them (never a silent number); on
+    AVX-512 (vscalefps' exponential, two vectors of rows) and AVX2 code."""
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 2, 40, 16) for _ in range(3))
     q[0, 0, 3, 5] = float("nan")
+    q[0, 0, 27, 1] = float("nan")  # in the second vector of rows of a two-vector block
     k[0, 1, 21, 2] = float("nan")
     fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
-    art = lowerkit.compile(fn, (q, k, v), cache=False)
+    art = lowerkit.compile(fn, (q, k, v), target=target, cache=False)
     assert _kernel_dispatches(art)
     expected = fn(q, k, v)
     assert torch.isnan(expected[0, 0, 3]).all() and torch.isnan(expected[0, 1]).all()
+    assert torch.isnan(expected[0, 0, 27]).all()
     result = compare(art(q, k, v), expected, tol=TOL)
+    assert result.ok, result.message
+
+
+@needs_kernel
+def test_any_row_count_and_head_dim_in_two_vectors_of_rows():
+    """With AVX-512 the kernel takes 32 rows at a time (`block2`, head dims 16, 32 and 64),
+    the rest 16 at a time: row counts that leave the second vector partly empty (21, 53, 91),
+    keys that are no multiple of its 8-key step, plain, causal and key-padding masked, match
+    eager on every row."""
+    gen = torch.Generator().manual_seed(0)
+    cases = []
+    for rows, keys, d in ((21, 21, 32), (53, 53, 64), (91, 37, 16), (53, 70, 32)):
+        q = torch.randn(1, 2, rows, d, generator=gen)
+        k, v = (torch.randn(1, 2, keys, d, generator=gen) for _ in range(2))
+        pad = torch.randn(1, 1, 1, keys, generator=gen)  # not only 0 and -inf: scaled to base 2
+        pad[..., keys - 5:] = float("-inf")
+        cases.append((q, k, v, pad))
+
+    def fn(*flat):
+        out = []
+        for q, k, v, pad in zip(*[iter(flat)] * 4):
+            out += [F.scaled_dot_product_attention(q, k, v),
+                    F.scaled_dot_product_attention(q, k, v, attn_mask=pad)]
+            if q.shape[2] <= k.shape[2]:  # torch's is_causal: aligned at the top left
+                out.append(F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        return tuple(out)
+
+    args = tuple(t for case in cases for t in case)
+    art = lowerkit.compile(fn, args, cache=False)
+    assert len(_kernel_dispatches(art)) == 11 and not _iree_attentions(art)
+    result = compare(art(*args), fn(*args), tol=TOL)
     assert result.ok, result.message

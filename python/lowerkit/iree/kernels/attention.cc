@@ -9,6 +9,9 @@
 // keys are plain vector ops across KB registers, and both matmuls are FMAs with one operand
 // broadcast from memory. The online softmax runs in base 2 (scores pre-scaled by log2 e).
 //
+// On AVX-512, `block2` takes two vectors of rows at a time, so that each key read feeds two of
+// them (`rows` chooses).
+//
 // Built freestanding (no libc, no globals, no TLS): IREE's embedded ELF loader links it.
 // Written with GCC/Clang vector extensions, so one source serves AVX-512 and AVX2 targets.
 #include <stddef.h>
@@ -25,11 +28,32 @@ typedef int32_t vi __attribute__((vector_size(LANES * 4)));
 typedef float vfu __attribute__((vector_size(LANES * 4), aligned(4)));  // an unaligned load
 
 static inline vf splat(float x) { return (vf){} + x; }
-// max that keeps a NaN from either side: a NaN score must not be dropped, nor weigh 0
-static inline vf vmax(vf a, vf b) { return a != a ? a : a > b ? a : b; }
+// The running max may drop a NaN score (a NaN compares false): the NaN still reaches the row's
+// sum and output through exp2v, which keeps it, as eager's softmax gives it. Keeping it here
+// too cost two more compares and blends a score (d16-plain-1500: 2.30 against 1.98 ms, ad hoc)
+static inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 
 // 2^x for x <= 0, 0 below 2^-126 (a masked key's weight is exactly 0), NaN for NaN.
 // Degree-6 polynomial on the fraction in [-1/2, 1/2]: about 2e-7 relative error.
+#if LANES == 16
+// 2^x for x <= 0, NaN for NaN. The same polynomial, its exponent applied by AVX-512's
+// vscalefps, which underflows to exactly 0 (a masked key's weight) with no compare, mask or
+// integer arithmetic of its own.
+static inline vf exp2v(vf in) {
+  const vf x = in < -160.0f ? splat(-160.0f) : in;  // a NaN compares false: kept
+  vf t = x + 12582912.0f;
+  vf n = t - 12582912.0f;
+  vf f = x - n;
+  vf p = splat(1.5403530e-4f);
+  p = p * f + 1.3333558e-3f;
+  p = p * f + 9.6181291e-3f;
+  p = p * f + 5.5504109e-2f;
+  p = p * f + 2.4022651e-1f;
+  p = p * f + 6.9314718e-1f;
+  p = p * f + 1.0f;
+  return __builtin_ia32_scalefps512_mask(p, n, p, (unsigned short)0xFFFF, 4);
+}
+#else
 static inline vf exp2v(vf in) {
   const vi ok = ~(in < -126.0f);  // NaN too: it is kept below
   const vf x = in < -126.0f || in != in ? splat(-126.0f) : in;
@@ -47,6 +71,7 @@ static inline vf exp2v(vf in) {
   const vf r = (vf)(((vi)p + e) & ok);
   return in != in ? in : r;
 }
+#endif
 
 // A LANES x LANES tile transposed in registers: log2(LANES) rounds, each swapping the
 // off-diagonal blocks of size h of every 2h x 2h block (two-vector shuffles with constant
@@ -95,6 +120,16 @@ static inline int any_lane(vi x) {
 // left); nothing is read, and the key tiles after a block's last row are never visited.
 enum { MASK_NONE = 0, MASK_KEYS = 1, MASK_ROWS = 2, MASK_CAUSAL = 3 };
 
+// The keys rows [r0, r0 + nrows) visit: under a causal mask, none after the last row's.
+static inline size_t keys_seen(size_t kind, size_t r0, size_t nrows, size_t S) {
+  return kind == MASK_CAUSAL && r0 + nrows < S ? r0 + nrows : S;
+}
+
+// A score vector of one key under the causal mask: -inf in the lanes whose row is before it.
+static inline vf causal(vf s, size_t key, vi row) {
+  return (int32_t)key <= row ? s : splat(-__builtin_inff());
+}
+
 // Rows [r0, r0 + nrows) of batch entry b, nrows <= LANES. Q, O: [B, L, D]; K, V: [B, S, D];
 // mask: MASK_KEYS [S] for every row, MASK_ROWS [L, S] at b * mask_batch_stride.
 template <size_t DC>
@@ -120,7 +155,7 @@ static inline void block(const float* q, const float* k, const float* v, const f
   vf m = splat(ninf), l = splat(0.0f);
   vi row;  // each lane's query row
   for (size_t r = 0; r < LANES; ++r) row[r] = (int32_t)(r0 + r);
-  const size_t keys = kind == MASK_CAUSAL && r0 + nrows < S ? r0 + nrows : S;
+  const size_t keys = keys_seen(kind, r0, nrows, S);
   for (size_t j0 = 0; j0 < keys; j0 += KB) {
     const size_t kb = keys - j0 < KB ? keys - j0 : KB;
     vf s[KB], mk[KB];
@@ -167,7 +202,7 @@ static inline void block(const float* q, const float* k, const float* v, const f
 #pragma GCC unroll 16
       for (size_t j = 0; j < KB; ++j) s[j] += mk[j];
     } else if (kind == MASK_CAUSAL && j0 + KB > r0 + 1) {  // a tile across the diagonal
-      for (size_t j = 0; j < kb; ++j) s[j] = (int32_t)(j0 + j) <= row ? s[j] : splat(ninf);
+      for (size_t j = 0; j < kb; ++j) s[j] = causal(s[j], j0 + j, row);
     }
     vf mn = m;
 #pragma GCC unroll 16
@@ -202,10 +237,144 @@ static inline void block(const float* q, const float* k, const float* v, const f
     for (size_t d = 0; d < D; ++d) o[r * D + d] = acc[d][r] * inv[r];
 }
 
+#if LANES == 16
+// Two vectors of query rows (2 * LANES rows) against KB2 keys a step: each key's broadcast
+// feeds two FMAs, so a step loads 10 operands for 16 FMAs where `block` loads 17 (AVX-512's
+// 32 registers hold the 16 score vectors; AVX2's 16 do not). No MASK_ROWS: its tiles are
+// transposed LANES keys at a time (`block`).
+#define KB2 8
+template <size_t DC>
+static inline void block2(const float* q, const float* k, const float* v, const float* mask,
+                          float* o, size_t L, size_t S, size_t kind, float scale, size_t b,
+                          size_t r0, size_t nrows) {
+  constexpr size_t D = DC;
+  const float log2e = 1.4426950408889634f;
+  const float ninf = -__builtin_inff();
+  vf qt0[D], qt1[D], acc0[D], acc1[D];
+  q += (b * L + r0) * D;
+  k += b * S * D;
+  v += b * S * D;
+  o += (b * L + r0) * D;
+  for (size_t d = 0; d < D; ++d) {
+    vf x = splat(0.0f), y = splat(0.0f);
+    for (size_t r = 0; r < LANES; ++r) x[r] = q[r * D + d] * (scale * log2e);
+    for (size_t r = LANES; r < nrows; ++r) y[r - LANES] = q[r * D + d] * (scale * log2e);
+    qt0[d] = x;
+    qt1[d] = y;
+    acc0[d] = acc1[d] = splat(0.0f);
+  }
+  vf m0 = splat(ninf), l0 = splat(0.0f), m1 = splat(ninf), l1 = splat(0.0f);
+  vi row0, row1;
+  for (size_t r = 0; r < LANES; ++r) {
+    row0[r] = (int32_t)(r0 + r);
+    row1[r] = (int32_t)(r0 + LANES + r);
+  }
+  const size_t keys = keys_seen(kind, r0, nrows, S);
+  for (size_t j0 = 0; j0 < keys; j0 += KB2) {
+    const size_t kb = keys - j0 < KB2 ? keys - j0 : KB2;
+    vf s0[KB2], s1[KB2];
+#pragma GCC unroll 8
+    for (size_t j = 0; j < KB2; ++j) s0[j] = s1[j] = splat(0.0f);
+    if (kb == KB2) {
+      for (size_t d = 0; d < D; ++d) {
+        const vf a = qt0[d], c = qt1[d];
+#pragma GCC unroll 8
+        for (size_t j = 0; j < KB2; ++j) {
+          const float kk = k[(j0 + j) * D + d];
+          s0[j] += a * kk;
+          s1[j] += c * kk;
+        }
+      }
+    } else {
+      for (size_t d = 0; d < D; ++d)
+        for (size_t j = 0; j < kb; ++j) {
+          const float kk = k[(j0 + j) * D + d];
+          s0[j] += qt0[d] * kk;
+          s1[j] += qt1[d] * kk;
+        }
+      for (size_t j = kb; j < KB2; ++j) s0[j] = s1[j] = splat(ninf);
+    }
+    if (kind == MASK_KEYS) {
+      for (size_t j = 0; j < kb; ++j) {
+        const float mk = mask[j0 + j] * log2e;
+        s0[j] += mk;
+        s1[j] += mk;
+      }
+    } else if (kind == MASK_CAUSAL && j0 + KB2 > r0 + 1) {  // a tile across the diagonal
+      for (size_t j = 0; j < kb; ++j) {
+        s0[j] = causal(s0[j], j0 + j, row0);
+        s1[j] = causal(s1[j], j0 + j, row1);
+      }
+    }
+    vf mn0 = m0, mn1 = m1;
+#pragma GCC unroll 8
+    for (size_t j = 0; j < KB2; ++j) {
+      mn0 = vmax(mn0, s0[j]);
+      mn1 = vmax(mn1, s1[j]);
+    }
+    const vf base0 = mn0 == splat(ninf) ? splat(0.0f) : mn0;
+    const vf base1 = mn1 == splat(ninf) ? splat(0.0f) : mn1;
+    const vf alpha0 = exp2v(m0 - base0), alpha1 = exp2v(m1 - base1);
+    vf sum0 = splat(0.0f), sum1 = splat(0.0f);
+#pragma GCC unroll 8
+    for (size_t j = 0; j < KB2; ++j) {
+      s0[j] = exp2v(s0[j] - base0);
+      s1[j] = exp2v(s1[j] - base1);
+      sum0 += s0[j];
+      sum1 += s1[j];
+    }
+    l0 = l0 * alpha0 + sum0;
+    l1 = l1 * alpha1 + sum1;
+    m0 = mn0;
+    m1 = mn1;
+    if (kb == KB2) {
+      for (size_t d = 0; d < D; ++d) {
+        vf a = acc0[d] * alpha0, c = acc1[d] * alpha1;
+#pragma GCC unroll 8
+        for (size_t j = 0; j < KB2; ++j) {
+          const float vv = v[(j0 + j) * D + d];
+          a += s0[j] * vv;
+          c += s1[j] * vv;
+        }
+        acc0[d] = a;
+        acc1[d] = c;
+      }
+    } else {
+      for (size_t d = 0; d < D; ++d) {
+        vf a = acc0[d] * alpha0, c = acc1[d] * alpha1;
+        for (size_t j = 0; j < kb; ++j) {
+          const float vv = v[(j0 + j) * D + d];
+          a += s0[j] * vv;
+          c += s1[j] * vv;
+        }
+        acc0[d] = a;
+        acc1[d] = c;
+      }
+    }
+  }
+  const vf inv0 = l0 > 0.0f ? 1.0f / l0 : splat(0.0f);  // a row whose every key is masked: 0
+  const vf inv1 = l1 > 0.0f ? 1.0f / l1 : splat(0.0f);
+  for (size_t r = 0; r < LANES; ++r)
+    for (size_t d = 0; d < D; ++d) o[r * D + d] = acc0[d][r] * inv0[r];
+  for (size_t r = LANES; r < nrows; ++r)
+    for (size_t d = 0; d < D; ++d) o[r * D + d] = acc1[d][r - LANES] * inv1[r - LANES];
+}
+#endif
+
 static void rows(const float* q, const float* k, const float* v, const float* mask, float* o,
                  size_t L, size_t S, size_t D, size_t kind, size_t mask_batch_stride,
                  float scale, size_t b, size_t r_begin, size_t r_end) {
-  for (size_t r0 = r_begin; r0 < r_end; r0 += LANES) {
+  size_t r0 = r_begin;
+#if LANES == 16
+  if (kind != MASK_ROWS && (D == 16 || D == 32 || D == 64))
+    for (; r0 + LANES < r_end; r0 += 2 * LANES) {  // two vectors of rows at a time
+      const size_t n = r_end - r0 < 2 * LANES ? r_end - r0 : 2 * LANES;
+      if (D == 16) block2<16>(q, k, v, mask, o, L, S, kind, scale, b, r0, n);
+      else if (D == 32) block2<32>(q, k, v, mask, o, L, S, kind, scale, b, r0, n);
+      else block2<64>(q, k, v, mask, o, L, S, kind, scale, b, r0, n);
+    }
+#endif
+  for (; r0 < r_end; r0 += LANES) {
     const size_t n = r_end - r0 < LANES ? r_end - r0 : LANES;
 #define LK_CASE(N) \
   case N: block<N>(q, k, v, mask, o, L, S, D, kind, mask_batch_stride, scale, b, r0, n); break;
