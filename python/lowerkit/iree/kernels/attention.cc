@@ -40,7 +40,10 @@ static inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 // vscalefps, which underflows to exactly 0 (a masked key's weight) with no compare, mask or
 // integer arithmetic of its own.
 static inline vf exp2v(vf in) {
-  const vf x = in < -160.0f ? splat(-160.0f) : in;  // a NaN compares false: kept
+  // -inf (a masked key) would make the fraction NaN (-inf minus -inf): kept from vscalefps,
+  // whose answer for (NaN, -inf) is 0 on a Zen 5 and need not be elsewhere. A NaN compares
+  // false: kept.
+  const vf x = in < -160.0f ? splat(-160.0f) : in;
   vf t = x + 12582912.0f;
   vf n = t - 12582912.0f;
   vf f = x - n;
