@@ -33,16 +33,14 @@ static inline vf splat(float x) { return (vf){} + x; }
 // too cost two more compares and blends a score (d16-plain-1500: 2.30 against 1.98 ms, ad hoc)
 static inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 
-// 2^x for x <= 0, 0 below 2^-126 (a masked key's weight is exactly 0), NaN for NaN.
-// Degree-6 polynomial on the fraction in [-1/2, 1/2]: about 2e-7 relative error.
 #if LANES == 16
-// 2^x for x <= 0, NaN for NaN. The same polynomial, its exponent applied by AVX-512's
-// vscalefps, which underflows to exactly 0 (a masked key's weight) with no compare, mask or
-// integer arithmetic of its own.
+// 2^x for x <= 0, NaN for NaN. Degree-6 polynomial on the fraction in [-1/2, 1/2] (about
+// 2e-7 relative error), its exponent applied by AVX-512's vscalefps, which underflows to
+// exactly 0 (a masked key's weight) with no compare, mask or integer arithmetic of its own.
 static inline vf exp2v(vf in) {
   // -inf (a masked key) would make the fraction NaN (-inf minus -inf): kept from vscalefps,
-  // whose answer for (NaN, -inf) is 0 on a Zen 5 and need not be elsewhere. A NaN compares
-  // false: kept.
+  // whose answer for (NaN, -inf) is 0 on a Zen 5 and need not be elsewhere. A NaN score
+  // compares false, and stays NaN.
   const vf x = in < -160.0f ? splat(-160.0f) : in;
   vf t = x + 12582912.0f;
   vf n = t - 12582912.0f;
@@ -57,6 +55,8 @@ static inline vf exp2v(vf in) {
   return __builtin_ia32_scalefps512_mask(p, n, p, (unsigned short)0xFFFF, 4);
 }
 #else
+// 2^x for x <= 0, 0 below 2^-126 (a masked key's weight is exactly 0), NaN for NaN: the same
+// polynomial, its exponent added to the float's bits.
 static inline vf exp2v(vf in) {
   const vi ok = ~(in < -126.0f);  // NaN too: it is kept below
   const vf x = in < -126.0f || in != in ? splat(-126.0f) : in;
