@@ -133,6 +133,36 @@ static inline vf causal(vf s, size_t key, vi row) {
   return (int32_t)key <= row ? s : splat(-__builtin_inff());
 }
 
+// The mask's scores of keys [j0, j0 + nkeys) for rows [0, nrows) of mrows (nrows, nkeys <=
+// LANES), a vector per key, scaled to base 2; -inf past them. A full tile is read by rows and
+// transposed in registers.
+static inline void mask_keys(const float* mrows, size_t S, size_t j0, size_t nkeys,
+                             size_t nrows, vf* mk) {
+  const float ninf = -__builtin_inff();
+  if (nrows == LANES && nkeys == LANES) {
+    for (size_t r = 0; r < LANES; ++r) mk[r] = *(const vfu*)(mrows + r * S + j0);
+    transpose(mk);
+  } else {
+    for (size_t j = 0; j < LANES; ++j) {
+      vf x = splat(ninf);
+      if (j < nkeys)
+        for (size_t r = 0; r < nrows; ++r) x[r] = mrows[r * S + j0 + j];
+      mk[j] = x;
+    }
+  }
+  const float log2e = 1.4426950408889634f;
+#pragma GCC unroll 16
+  for (size_t j = 0; j < LANES; ++j) mk[j] *= log2e;
+}
+
+// Whether any of n keys' mask vectors has a lane not -inf: a tile of keys every row masks
+// is skipped.
+static inline int live_keys(const vf* mk, size_t n) {
+  vi live = (vi){};
+  for (size_t j = 0; j < n; ++j) live |= mk[j] != splat(-__builtin_inff());
+  return any_lane(live);
+}
+
 // Rows [r0, r0 + nrows) of batch entry b, nrows <= LANES. Q, O: [B, L, D]; K, V: [B, S, D];
 // mask: MASK_KEYS [S] for every row, MASK_ROWS [L, S] at b * mask_batch_stride.
 template <size_t DC>
@@ -163,28 +193,10 @@ static inline void block(const float* q, const float* k, const float* v, const f
     const size_t kb = keys - j0 < KB ? keys - j0 : KB;
     vf s[KB], mk[KB];
     if (kind == MASK_ROWS) {  // the mask's tile, a vector per key; skipped where all -inf
-      vi live = (vi){};
-      if (nrows == LANES && kb == KB) {
-        for (size_t t = 0; t < KB; t += LANES) {  // LANES x LANES at a time, transposed
-          vf rowsv[LANES];
-          for (size_t r = 0; r < LANES; ++r) rowsv[r] = *(const vfu*)(mrows + r * S + j0 + t);
-          transpose(rowsv);
-          for (size_t j = 0; j < LANES; ++j) mk[t + j] = rowsv[j];
-        }
-      } else {
-        for (size_t j = 0; j < KB; ++j) {
-          vf x = splat(ninf);
-          if (j < kb)
-            for (size_t r = 0; r < nrows; ++r) x[r] = mrows[r * S + j0 + j];
-          mk[j] = x;
-        }
-      }
-#pragma GCC unroll 16
-      for (size_t j = 0; j < KB; ++j) {
-        live |= mk[j] != splat(ninf);
-        mk[j] *= log2e;
-      }
-      if (!any_lane(live)) continue;
+      for (size_t t = 0; t < KB; t += LANES)  // LANES keys at a time
+        mask_keys(mrows, S, j0 + t, kb > t ? (kb - t < LANES ? kb - t : LANES) : 0, nrows,
+                  mk + t);
+      if (!live_keys(mk, KB)) continue;
     }
 #pragma GCC unroll 16
     for (size_t j = 0; j < KB; ++j) s[j] = splat(0.0f);
@@ -243,13 +255,13 @@ static inline void block(const float* q, const float* k, const float* v, const f
 #if LANES == 16
 // Two vectors of query rows (2 * LANES rows) against KB2 keys a step: each key's broadcast
 // feeds two FMAs, so a step loads 10 operands for 16 FMAs where `block` loads 17 (AVX-512's
-// 32 registers hold the 16 score vectors; AVX2's 16 do not). No MASK_ROWS: its tiles are
-// transposed LANES keys at a time (`block`).
+// 32 registers hold the 16 score vectors; AVX2's 16 do not). A MASK_ROWS tile is read
+// LANES keys at a time, for two steps.
 #define KB2 8
 template <size_t DC>
 static inline void block2(const float* q, const float* k, const float* v, const float* mask,
-                          float* o, size_t L, size_t S, size_t kind, float scale, size_t b,
-                          size_t r0, size_t nrows) {
+                          float* o, size_t L, size_t S, size_t kind, size_t mask_batch_stride,
+                          float scale, size_t b, size_t r0, size_t nrows) {
   constexpr size_t D = DC;
   const float log2e = 1.4426950408889634f;
   const float ninf = -__builtin_inff();
@@ -272,9 +284,23 @@ static inline void block2(const float* q, const float* k, const float* v, const 
     row0[r] = (int32_t)(r0 + r);
     row1[r] = (int32_t)(r0 + LANES + r);
   }
+  const float* mrows = kind == MASK_ROWS ? mask + b * mask_batch_stride + r0 * S : mask;
+  vf mt0[LANES], mt1[LANES];  // the mask's tile of LANES keys, for both vectors of rows
+  int live[LANES / KB2];      // whether each step of the tile has a key not masked
   const size_t keys = keys_seen(kind, r0, nrows, S);
   for (size_t j0 = 0; j0 < keys; j0 += KB2) {
     const size_t kb = keys - j0 < KB2 ? keys - j0 : KB2;
+    const size_t step = (j0 % LANES) / KB2;
+    if (kind == MASK_ROWS) {
+      if (step == 0) {
+        const size_t n = keys - j0 < LANES ? keys - j0 : LANES;
+        mask_keys(mrows, S, j0, n, LANES, mt0);
+        mask_keys(mrows + LANES * S, S, j0, n, nrows - LANES, mt1);
+        for (size_t t = 0; t < LANES / KB2; ++t)
+          live[t] = live_keys(mt0 + t * KB2, KB2) || live_keys(mt1 + t * KB2, KB2);
+      }
+      if (!live[step]) continue;
+    }
     vf s0[KB2], s1[KB2];
 #pragma GCC unroll 8
     for (size_t j = 0; j < KB2; ++j) s0[j] = s1[j] = splat(0.0f);
@@ -302,6 +328,12 @@ static inline void block2(const float* q, const float* k, const float* v, const 
         const float mk = mask[j0 + j] * log2e;
         s0[j] += mk;
         s1[j] += mk;
+      }
+    } else if (kind == MASK_ROWS) {
+#pragma GCC unroll 8
+      for (size_t j = 0; j < KB2; ++j) {
+        s0[j] += mt0[step * KB2 + j];
+        s1[j] += mt1[step * KB2 + j];
       }
     } else if (kind == MASK_CAUSAL && j0 + KB2 > r0 + 1) {  // a tile across the diagonal
       for (size_t j = 0; j < kb; ++j) {
@@ -369,12 +401,14 @@ static void rows(const float* q, const float* k, const float* v, const float* ma
                  float scale, size_t b, size_t r_begin, size_t r_end) {
   size_t r0 = r_begin;
 #if LANES == 16
-  if (kind != MASK_ROWS && (D == 16 || D == 32 || D == 64))
+  if (D == 16 || D == 32 || D == 64)
     for (; r0 + LANES < r_end; r0 += 2 * LANES) {  // two vectors of rows at a time
       const size_t n = r_end - r0 < 2 * LANES ? r_end - r0 : 2 * LANES;
-      if (D == 16) block2<16>(q, k, v, mask, o, L, S, kind, scale, b, r0, n);
-      else if (D == 32) block2<32>(q, k, v, mask, o, L, S, kind, scale, b, r0, n);
-      else block2<64>(q, k, v, mask, o, L, S, kind, scale, b, r0, n);
+#define LK_CASE2(N) \
+  block2<N>(q, k, v, mask, o, L, S, kind, mask_batch_stride, scale, b, r0, n)
+      if (D == 16) LK_CASE2(16);
+      else if (D == 32) LK_CASE2(32);
+      else LK_CASE2(64);
     }
 #endif
   for (; r0 < r_end; r0 += LANES) {
