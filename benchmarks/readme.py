@@ -1216,6 +1216,24 @@ BLOCKS: dict[str, Block] = {
          " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
          " --json benchmarks/results/real-shapes-zen4-s68.json",),
         render_real_shapes, torch_threads=2),
+    "real-shapes-zen5-s69": Block(
+        ("real-shapes-zen5-s69.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --target cpu"
+         " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
+         " --json benchmarks/results/real-shapes-zen5-s69.json",),
+        render_real_shapes, torch_threads=2),
+    "real-shapes-zen5-s69-two-vectors": Block(
+        ("real-shapes-zen5-s69-two-vectors.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --target cpu"
+         " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
+         " --json benchmarks/results/real-shapes-zen5-s69-two-vectors.json",),
+        render_real_shapes, torch_threads=2),
+    "real-ceiling-zen5": Block(
+        ("real-ceiling-zen5.json",),
+        (".venv/bin/python benchmarks/real_ceiling.py --run"
+         " benchmarks/results/real-shapes-zen5-s69-two-vectors.json"
+         " --json benchmarks/results/real-ceiling-zen5.json",),
+        render_real_ceiling),
     "real-ceiling-zen4": Block(
         ("real-ceiling-zen4.json",),
         (".venv/bin/python benchmarks/real_ceiling.py --run benchmarks/results/real-shapes-zen4-s62.json"
@@ -1555,6 +1573,16 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
          " --no-profile --rounds 9 --json benchmarks/results/attention-kernel.json",),
         render_attention, torch_threads=2),
+    "attention-zen5": Block(
+        ("attention-zen5.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --no-profile --rounds 9 --json benchmarks/results/attention-zen5.json",),
+        render_attention, torch_threads=2),
+    "attention-zen5-s69": Block(
+        ("attention-zen5-s69.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
+         " --no-profile --rounds 9 --json benchmarks/results/attention-zen5-s69.json",),
+        render_attention, torch_threads=2),
     "attention-causal-before": Block(
         ("attention-causal-before.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/attention.py"
@@ -1578,6 +1606,11 @@ BLOCKS: dict[str, Block] = {
         ("gemm-zen3.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
          " --json benchmarks/results/gemm-zen3.json",),
+        render_gemm, torch_threads=2),
+    "gemm-zen5": Block(
+        ("gemm-zen5.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
+         " --json benchmarks/results/gemm-zen5.json",),
         render_gemm, torch_threads=2),
     "gemm": Block(
         ("gemm.json",),
@@ -1664,6 +1697,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
          " --json benchmarks/results/gemm-xeon.json",),
         render_gemm, torch_threads=2),
+    "mmt4d-tiles-zen5": Block(
+        ("mmt4d-tiles-zen5.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/mmt4d_tiles.py"
+         " --json benchmarks/results/mmt4d-tiles-zen5.json",),
+        render_mmt4d_tiles),
     "mmt4d-tiles": Block(
         ("mmt4d-tiles.json",),
         (".venv/bin/python benchmarks/mmt4d_tiles.py --json benchmarks/results/mmt4d-tiles.json",),
