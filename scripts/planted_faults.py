@@ -2058,6 +2058,11 @@ FAULTS = [
           "python/lowerkit/cli/_factory.py",
           "        if dotted is not None:  # its relative imports then resolve, as in `python -m`\n",
           "        if False:\n"),
+    Fault("kernel-head-dim-bounds-differ", "the pass lets through head dims wider than the C++ kernel's arrays",
+          ["test/python/test_attention_kernel.py::test_the_kernels_head_dim_bound_is_the_passes"],
+          "python/lowerkit/passes/attention.py",
+          "KERNEL_MAX_HEAD_DIM = 128\n",
+          "KERNEL_MAX_HEAD_DIM = 256\n"),
 ]
 
 

@@ -327,3 +327,13 @@ def test_any_row_count_and_head_dim_in_two_vectors_of_rows():
     assert len(_kernel_dispatches(art)) == 15 and not _iree_attentions(art)
     result = compare(art(*args), fn(*args), tol=TOL)
     assert result.ok, result.message
+
+
+def test_the_kernels_head_dim_bound_is_the_passes():
+    """The C++ kernel's MAX_D and `passes.attention.KERNEL_MAX_HEAD_DIM` are one bound written
+    in two languages: a wider head let through by the pass would overrun the kernel's arrays."""
+    from lowerkit.passes import attention
+
+    source = (cpu_kernels.SOURCES / "attention.cc").read_text()
+    bound = re.search(r"^#define MAX_D (\d+)", source, re.M)
+    assert bound and int(bound[1]) == attention.KERNEL_MAX_HEAD_DIM, bound
