@@ -1357,7 +1357,6 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask
         and all(t.numel() > 0 for t in tensors)
     )
     if whole:
-        # lowerkit's CPU kernel takes any length and skips the keys a causal row cannot see
         # lowerkit's CPU kernel takes any length, skips the keys a causal row cannot see, and
         # gives 0 for a row whose every key is masked (IREE's form of it too, `lower-attention`)
         kernel = (not _SDPA_MASK_READY.on and query.dtype == torch.float32
