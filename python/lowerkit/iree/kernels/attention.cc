@@ -34,10 +34,21 @@ static inline vf splat(float x) { return (vf){} + x; }
 // harness: 2.30 against 1.98 ms, ad hoc)
 static inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 
+// 2^f for f in [-1/2, 1/2]: a degree-6 polynomial, about 2e-7 relative error.
+static inline vf exp2_fraction(vf f) {
+  vf p = splat(1.5403530e-4f);
+  p = p * f + 1.3333558e-3f;
+  p = p * f + 9.6181291e-3f;
+  p = p * f + 5.5504109e-2f;
+  p = p * f + 2.4022651e-1f;
+  p = p * f + 6.9314718e-1f;
+  return p * f + 1.0f;
+}
+
 #if LANES == 16
-// 2^x for x <= 0, NaN for NaN. Degree-6 polynomial on the fraction in [-1/2, 1/2] (about
-// 2e-7 relative error), its exponent applied by AVX-512's vscalefps, which underflows to
-// exactly 0 (a masked key's weight) with no compare, mask or integer arithmetic of its own.
+// 2^x for x <= 0, NaN for NaN: the fraction's polynomial, its exponent applied by AVX-512's
+// vscalefps, which underflows to exactly 0 (a masked key's weight) with no compare, mask or
+// integer arithmetic of its own.
 static inline vf exp2v(vf in) {
   // -inf (a masked key) would make the fraction NaN (-inf minus -inf): kept from vscalefps,
   // whose answer for (NaN, -inf) is 0 on a Zen 5 and need not be elsewhere. A NaN score
@@ -46,13 +57,7 @@ static inline vf exp2v(vf in) {
   vf t = x + 12582912.0f;
   vf n = t - 12582912.0f;
   vf f = x - n;
-  vf p = splat(1.5403530e-4f);
-  p = p * f + 1.3333558e-3f;
-  p = p * f + 9.6181291e-3f;
-  p = p * f + 5.5504109e-2f;
-  p = p * f + 2.4022651e-1f;
-  p = p * f + 6.9314718e-1f;
-  p = p * f + 1.0f;
+  const vf p = exp2_fraction(f);
   return __builtin_ia32_scalefps512_mask(p, n, p, (unsigned short)0xFFFF, 4);
 }
 #else
@@ -64,13 +69,7 @@ static inline vf exp2v(vf in) {
   vf t = x + 12582912.0f;  // 1.5 * 2^23: t's low mantissa bits hold round(x)
   vf n = t - 12582912.0f;
   vf f = x - n;
-  vf p = splat(1.5403530e-4f);
-  p = p * f + 1.3333558e-3f;
-  p = p * f + 9.6181291e-3f;
-  p = p * f + 5.5504109e-2f;
-  p = p * f + 2.4022651e-1f;
-  p = p * f + 6.9314718e-1f;
-  p = p * f + 1.0f;
+  const vf p = exp2_fraction(f);
   vi e = ((vi)t - 0x4B400000) << 23;
   const vf r = (vf)(((vi)p + e) & ok);
   return in != in ? in : r;
@@ -259,6 +258,25 @@ static inline void block(const float* q, const float* k, const float* v, const f
 // 32 registers hold the 16 score vectors; AVX2's 16 do not). A MASK_ROWS tile is read
 // LANES keys at a time, for two steps.
 #define KB2 8
+
+// acc = acc * alpha + the n keys' values weighted by s, for both vectors of rows.
+template <size_t D>
+__attribute__((always_inline)) static inline void weigh_values2(
+    vf* acc0, vf* acc1, vf alpha0, vf alpha1, const vf* s0, const vf* s1, const float* v,
+    size_t n) {
+  for (size_t d = 0; d < D; ++d) {
+    vf a = acc0[d] * alpha0, c = acc1[d] * alpha1;
+#pragma GCC unroll 8
+    for (size_t j = 0; j < n; ++j) {
+      const float vv = v[j * D + d];
+      a += s0[j] * vv;
+      c += s1[j] * vv;
+    }
+    acc0[d] = a;
+    acc1[d] = c;
+  }
+}
+
 template <size_t DC>
 static inline void block2(const float* q, const float* k, const float* v, const float* mask,
                           float* o, size_t L, size_t S, size_t kind, size_t mask_batch_stride,
@@ -363,30 +381,10 @@ static inline void block2(const float* q, const float* k, const float* v, const 
     l1 = l1 * alpha1 + sum1;
     m0 = mn0;
     m1 = mn1;
-    if (kb == KB2) {
-      for (size_t d = 0; d < D; ++d) {
-        vf a = acc0[d] * alpha0, c = acc1[d] * alpha1;
-#pragma GCC unroll 8
-        for (size_t j = 0; j < KB2; ++j) {
-          const float vv = v[(j0 + j) * D + d];
-          a += s0[j] * vv;
-          c += s1[j] * vv;
-        }
-        acc0[d] = a;
-        acc1[d] = c;
-      }
-    } else {
-      for (size_t d = 0; d < D; ++d) {
-        vf a = acc0[d] * alpha0, c = acc1[d] * alpha1;
-        for (size_t j = 0; j < kb; ++j) {
-          const float vv = v[(j0 + j) * D + d];
-          a += s0[j] * vv;
-          c += s1[j] * vv;
-        }
-        acc0[d] = a;
-        acc1[d] = c;
-      }
-    }
+    if (kb == KB2)  // a constant count: the key loop unrolls
+      weigh_values2<D>(acc0, acc1, alpha0, alpha1, s0, s1, v + j0 * D, KB2);
+    else
+      weigh_values2<D>(acc0, acc1, alpha0, alpha1, s0, s1, v + j0 * D, kb);
   }
   const vf inv0 = l0 > 0.0f ? 1.0f / l0 : splat(0.0f);  // a row whose every key is masked: 0
   const vf inv1 = l1 > 0.0f ? 1.0f / l1 : splat(0.0f);
