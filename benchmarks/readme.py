@@ -1612,6 +1612,11 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
          " --json benchmarks/results/gemm-zen5.json",),
         render_gemm, torch_threads=2),
+    "gemm-zen5-b": Block(
+        ("gemm-zen5-b.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
+         " --json benchmarks/results/gemm-zen5-b.json",),
+        render_gemm, torch_threads=2),
     "gemm": Block(
         ("gemm.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/gemm.py"
