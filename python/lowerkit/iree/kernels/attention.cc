@@ -163,6 +163,26 @@ static inline int live_keys(const vf* mk, size_t n) {
   return any_lane(live);
 }
 
+// One step of the online softmax (base 2) over N score vectors: the running max m and sum l
+// move on, the scores become weights, and the factor the accumulators scale by is returned.
+template <size_t N>
+__attribute__((always_inline)) static inline vf softmax_step(vf* s, vf& m, vf& l) {
+  vf mn = m;
+#pragma GCC unroll 16
+  for (size_t j = 0; j < N; ++j) mn = vmax(mn, s[j]);
+  const vf base = mn == splat(-__builtin_inff()) ? splat(0.0f) : mn;  // no live key yet
+  const vf alpha = exp2v(m - base);
+  vf sum = splat(0.0f);
+#pragma GCC unroll 16
+  for (size_t j = 0; j < N; ++j) {
+    s[j] = exp2v(s[j] - base);
+    sum += s[j];
+  }
+  l = l * alpha + sum;
+  m = mn;
+  return alpha;
+}
+
 // Rows [r0, r0 + nrows) of batch entry b, nrows <= LANES. Q, O: [B, L, D]; K, V: [B, S, D];
 // mask: MASK_KEYS [S] for every row, MASK_ROWS [L, S] at b * mask_batch_stride.
 template <size_t DC>
@@ -219,19 +239,7 @@ static inline void block(const float* q, const float* k, const float* v, const f
     } else if (kind == MASK_CAUSAL && j0 + KB > r0 + 1) {  // a tile across the diagonal
       for (size_t j = 0; j < kb; ++j) s[j] = causal(s[j], j0 + j, row);
     }
-    vf mn = m;
-#pragma GCC unroll 16
-    for (size_t j = 0; j < KB; ++j) mn = vmax(mn, s[j]);
-    const vf base = mn == splat(ninf) ? splat(0.0f) : mn;  // a row with no live key yet
-    const vf alpha = exp2v(m - base);
-    vf sum = splat(0.0f);
-#pragma GCC unroll 16
-    for (size_t j = 0; j < KB; ++j) {
-      s[j] = exp2v(s[j] - base);
-      sum += s[j];
-    }
-    l = l * alpha + sum;
-    m = mn;
+    const vf alpha = softmax_step<KB>(s, m, l);
     if (kb == KB) {
       for (size_t d = 0; d < D; ++d) {
         vf a = acc[d] * alpha;
@@ -258,6 +266,24 @@ static inline void block(const float* q, const float* k, const float* v, const f
 // 32 registers hold the 16 score vectors; AVX2's 16 do not). A MASK_ROWS tile is read
 // LANES keys at a time, for two steps.
 #define KB2 8
+
+// The scores of n keys for both vectors of rows (s0, s1 for qt0, qt1; the rest untouched).
+template <size_t D>
+__attribute__((always_inline)) static inline void scores2(vf* s0, vf* s1, const vf* qt0,
+                                                          const vf* qt1, const float* k,
+                                                          size_t n) {
+#pragma GCC unroll 8
+  for (size_t j = 0; j < n; ++j) s0[j] = s1[j] = splat(0.0f);
+  for (size_t d = 0; d < D; ++d) {
+    const vf a = qt0[d], c = qt1[d];
+#pragma GCC unroll 8
+    for (size_t j = 0; j < n; ++j) {
+      const float kk = k[j * D + d];
+      s0[j] += a * kk;
+      s1[j] += c * kk;
+    }
+  }
+}
 
 // acc = acc * alpha + the n keys' values weighted by s, for both vectors of rows.
 template <size_t D>
@@ -321,25 +347,10 @@ static inline void block2(const float* q, const float* k, const float* v, const 
       if (!live[step]) continue;
     }
     vf s0[KB2], s1[KB2];
-#pragma GCC unroll 8
-    for (size_t j = 0; j < KB2; ++j) s0[j] = s1[j] = splat(0.0f);
-    if (kb == KB2) {
-      for (size_t d = 0; d < D; ++d) {
-        const vf a = qt0[d], c = qt1[d];
-#pragma GCC unroll 8
-        for (size_t j = 0; j < KB2; ++j) {
-          const float kk = k[(j0 + j) * D + d];
-          s0[j] += a * kk;
-          s1[j] += c * kk;
-        }
-      }
+    if (kb == KB2) {  // a constant count: the key loop unrolls
+      scores2<D>(s0, s1, qt0, qt1, k + j0 * D, KB2);
     } else {
-      for (size_t d = 0; d < D; ++d)
-        for (size_t j = 0; j < kb; ++j) {
-          const float kk = k[(j0 + j) * D + d];
-          s0[j] += qt0[d] * kk;
-          s1[j] += qt1[d] * kk;
-        }
+      scores2<D>(s0, s1, qt0, qt1, k + j0 * D, kb);
       for (size_t j = kb; j < KB2; ++j) s0[j] = s1[j] = splat(ninf);
     }
     if (kind == MASK_KEYS) {
@@ -360,27 +371,8 @@ static inline void block2(const float* q, const float* k, const float* v, const 
         s1[j] = causal(s1[j], j0 + j, row1);
       }
     }
-    vf mn0 = m0, mn1 = m1;
-#pragma GCC unroll 8
-    for (size_t j = 0; j < KB2; ++j) {
-      mn0 = vmax(mn0, s0[j]);
-      mn1 = vmax(mn1, s1[j]);
-    }
-    const vf base0 = mn0 == splat(ninf) ? splat(0.0f) : mn0;
-    const vf base1 = mn1 == splat(ninf) ? splat(0.0f) : mn1;
-    const vf alpha0 = exp2v(m0 - base0), alpha1 = exp2v(m1 - base1);
-    vf sum0 = splat(0.0f), sum1 = splat(0.0f);
-#pragma GCC unroll 8
-    for (size_t j = 0; j < KB2; ++j) {
-      s0[j] = exp2v(s0[j] - base0);
-      s1[j] = exp2v(s1[j] - base1);
-      sum0 += s0[j];
-      sum1 += s1[j];
-    }
-    l0 = l0 * alpha0 + sum0;
-    l1 = l1 * alpha1 + sum1;
-    m0 = mn0;
-    m1 = mn1;
+    const vf alpha0 = softmax_step<KB2>(s0, m0, l0);
+    const vf alpha1 = softmax_step<KB2>(s1, m1, l1);
     if (kb == KB2)  // a constant count: the key loop unrolls
       weigh_values2<D>(acc0, acc1, alpha0, alpha1, s0, s1, v + j0 * D, KB2);
     else
