@@ -254,6 +254,8 @@ class CompileCache:
                 stored = self.put(key, hit)
                 hit.cache_note = ("miss: compiled and stored" if stored is not None
                                   else "miss: compiled; not storable (a signature JSON cannot hold)")
+        if getattr(fingerprint, "note", ""):
+            hit.cache_note += f"; fingerprint {fingerprint.note}"
         if fingerprint is not None and not hit.state:
             _FINGERPRINTS[str(self.directory), fingerprint] = key
         return hit
@@ -269,6 +271,8 @@ class CompileCache:
             del _FINGERPRINTS[str(self.directory), fingerprint]
             return None
         art.cache_note = "hit: fingerprint (not traced, imported or compiled)"
+        if getattr(fingerprint, "note", ""):  # it could not guard only what the code reads
+            art.cache_note += f"; {fingerprint.note}"
         return art
 
     def clear(self) -> None:

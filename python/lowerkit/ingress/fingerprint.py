@@ -21,7 +21,10 @@ mapping from fingerprint to program key lives in the process that traced it.
 
 from __future__ import annotations
 
+import builtins
+import dis
 import enum
+import functools
 import hashlib
 import os
 import sys
@@ -39,6 +42,21 @@ class _Unreadable(Exception):
     """Something the fingerprint cannot vouch for: trace instead."""
 
 
+# Builtins through which code reads globals it does not name: its analysis cannot see them.
+_DYNAMIC = {"globals", "eval", "exec", "vars", "locals", "__import__"}
+# Module attributes that reach other frames' globals.
+_FRAME_READERS = {("sys", "_getframe"), ("inspect", "currentframe"), ("inspect", "stack"),
+                  ("inspect", "getouterframes"), ("sys", "modules")}
+# Packages fixed by their version (torch's is in the key, the rest hold no model state): their
+# functions, classes and module attributes are named, not read.
+_FIXED = {"torch", "functorch", "numpy", "typing", "builtins", "typing_extensions"}
+
+
+def _fixed(module_name: str | None) -> bool:
+    top = (module_name or "").partition(".")[0]
+    return top in _FIXED or top in sys.stdlib_module_names
+
+
 def _code(code: types.CodeType, out: list) -> None:
     out += [code.co_name, code.co_code, code.co_names, code.co_varnames, code.co_freevars]
     for const in code.co_consts:
@@ -48,79 +66,204 @@ def _code(code: types.CodeType, out: list) -> None:
             out.append(repr(const))
 
 
+@functools.lru_cache(maxsize=8192)
+def _reads(code: types.CodeType) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, ...]]:
+    """The globals that ``code`` and the code nested in it load, each with the attributes read
+    straight off it (``mod.sub.attr``), and the modules it imports."""
+    reads: list = []
+    imports: list = []
+    pending = [code]
+    while pending:
+        c = pending.pop()
+        ins = list(dis.get_instructions(c))
+        for i, op in enumerate(ins):
+            if op.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                chain = []
+                for nxt in ins[i + 1:]:
+                    if nxt.opname not in ("LOAD_ATTR", "LOAD_METHOD"):
+                        break
+                    chain.append(nxt.argval)
+                reads.append((op.argval, tuple(chain)))
+            elif op.opname == "IMPORT_NAME":
+                imports.append(op.argval)
+        pending += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    return tuple(reads), tuple(imports)
+
+
+_ABSENT = object()
+
+
+class _Reader:
+    """Walks what a model's code reads, from its classes' functions: the globals each function
+    loads (and the attributes it reads off modules), the functions and classes those name,
+    closures' cells and class attributes; as Dynamo guards only on what the code reads, a
+    global nothing reads (IPython's ``_i``, a script's timer) does not enter the fingerprint."""
+
+    def __init__(self, out: list):
+        self.out = out
+        self.seen: set = set()
+        self.modules: set = set()  # the modules whose globals the walked code reads
+        self.dynamic: list = []    # why the whole files are read: what the walk cannot see
+
+    def function(self, fn: Any) -> None:
+        fn = getattr(fn, "__func__", fn)
+        code = getattr(fn, "__code__", None)
+        module = getattr(fn, "__module__", None)
+        if code is None or _fixed(module) or not isinstance(getattr(fn, "__globals__", None), dict):
+            # a builtin or a library's function: named by where it lives
+            self.out.append(f"{module or '?'}.{getattr(fn, '__qualname__', repr(fn))}")
+            return
+        key = ("fn", id(fn))
+        if key in self.seen:
+            self.out.append(f"fn {fn.__qualname__}")
+            return
+        self.seen.add(key)
+        _code(code, self.out)
+        self.out.append(self.value(fn.__defaults__, strict=False))
+        self.out.append(self.value(fn.__kwdefaults__, strict=False))
+        for cell in fn.__closure__ or ():
+            try:
+                contents = cell.cell_contents
+            except ValueError:  # an empty cell: a name assigned later in the outer function
+                contents = _ABSENT
+            self.out.append("cell " + self.value(contents, strict=False))
+        self.globals(code, fn.__globals__, fn.__qualname__)
+
+    def globals(self, code: types.CodeType, namespace: dict, where: str) -> None:
+        self.modules.add(namespace.get("__name__"))
+        reads, imports = _reads(code)
+        for name, chain in reads:
+            value = namespace.get(name, _ABSENT)
+            if value is _ABSENT:
+                value = getattr(builtins, name, _ABSENT)
+                if name in _DYNAMIC and value is not _ABSENT:
+                    self.dynamic.append(f"{where} calls {name}()")
+            self.out.append(f"global {name}")
+            for attr in chain:  # mod.sub.attr: read the attribute, not the whole module
+                if not isinstance(value, types.ModuleType):
+                    break
+                if (value.__name__.partition(".")[0], attr) in _FRAME_READERS:
+                    self.dynamic.append(f"{where} reads {value.__name__}.{attr}")
+                if _fixed(value.__name__):
+                    break
+                value = getattr(value, attr, _ABSENT)
+                self.out.append(f".{attr}")
+            else:
+                if isinstance(value, types.ModuleType) and not _fixed(value.__name__):
+                    # handed on whole (getattr(mod, name), f(mod)): read all its file
+                    self.dynamic.append(f"{where} uses module {value.__name__} whole")
+                    self.modules.add(value.__name__)
+            self.out.append(self.value(value, strict=False))
+        for name in imports:
+            if not _fixed(name):
+                self.dynamic.append(f"{where} imports {name}")
+                self.modules.add(name)
+
+    def klass(self, cls: type) -> None:
+        for klass in cls.__mro__:
+            if klass in self.seen or _fixed(klass.__module__) or klass is object:
+                continue  # torch's own classes are fixed by torch's version, in the key
+            self.seen.add(klass)
+            self.out.append(f"class {klass.__module__}.{klass.__qualname__}")
+            for name, member in sorted(vars(klass).items(), key=lambda kv: kv[0]):
+                if isinstance(member, property):
+                    self.out.append(name)
+                    for accessor in (member.fget, member.fset):
+                        if accessor is not None:
+                            self.function(accessor)
+                elif isinstance(member, (types.FunctionType, staticmethod, classmethod)):
+                    self.out.append(name)
+                    self.function(getattr(member, "__func__", member))
+                elif isinstance(member, _PLAIN):
+                    self.out.append(f"{name}={member!r}")
+                elif not (name.startswith("__") and name.endswith("__")):
+                    self.out.append(f"{name}={self.value(member, strict=False)}")
+
+    def value(self, v: Any, strict: bool = True, depth: int = 0) -> str:
+        """A stable text for a value; `_Unreadable` when ``strict`` and unknown, else an object
+        it cannot read stands by its identity (the mapping lives in this process), as a
+        Dynamo ``ID_MATCH`` guard. A plain object (a model's config) is read through its
+        attributes, a few levels deep; a function or class through what its code reads."""
+        if isinstance(v, _PLAIN):
+            return repr(v)
+        if v is _ABSENT:
+            return "<absent>"
+        if isinstance(v, (torch.dtype, torch.device, torch.Size, torch.memory_format, enum.Enum)):
+            return repr(v)
+        if isinstance(v, (tuple, list, set, frozenset)):
+            items = sorted(map(repr, v)) if isinstance(v, (set, frozenset)) else v
+            return f"{type(v).__name__}[{','.join(self.value(x, strict, depth) for x in items)}]"
+        if isinstance(v, dict):
+            return "{" + ",".join(f"{self.value(k, strict, depth)}:{self.value(x, strict, depth)}"
+                                  for k, x in v.items()) + "}"
+        if isinstance(v, torch.Tensor) or (isinstance(v, torch.nn.Module) and not strict):
+            # a constant the program holds, or a module outside the model's tree
+            raise _Unreadable(type(v).__name__)
+        if isinstance(v, (types.FunctionType, types.MethodType, types.BuiltinFunctionType)) \
+                or type(v).__name__ in ("OpOverload", "OpOverloadPacket"):
+            out: list = []
+            self.out, saved = out, self.out
+            try:
+                self.function(v)
+            finally:
+                self.out = saved
+            if isinstance(v, types.MethodType):
+                out.append(self.value(v.__self__, strict, depth))
+            return hashlib.sha256(repr(out).encode()).hexdigest()
+        if isinstance(v, functools.partial):
+            return (f"partial({self.value(v.func, strict, depth)},{self.value(v.args, strict, depth)},"
+                    f"{self.value(v.keywords, strict, depth)})")
+        if isinstance(v, type):
+            if not _fixed(v.__module__):
+                self.klass(v)
+            return f"class {v.__module__}.{v.__qualname__}"
+        if isinstance(v, types.ModuleType):
+            return f"module {v.__name__}"
+        if hasattr(v, "__wrapped__") and callable(v):  # functools.lru_cache and the like
+            return f"{type(v).__qualname__}({self.value(v.__wrapped__, strict, depth)})"
+        if (depth < 3 and hasattr(v, "__dict__") and not isinstance(v, torch.nn.Module)
+                and not callable(v) and (strict or not _fixed(type(v).__module__))):
+            try:
+                fields = ",".join(f"{k}={self.value(x, strict, depth + 1)}"
+                                  for k, x in sorted(vars(v).items(), key=lambda kv: kv[0]))
+                return f"{type(v).__module__}.{type(v).__qualname__}({fields})"
+            except _Unreadable:
+                if strict:
+                    raise
+        if strict:
+            raise _Unreadable(type(v).__name__)
+        return f"<{type(v).__module__}.{type(v).__qualname__} #{id(v)}>"
+
+    def whole_files(self) -> None:
+        """The fallback when the walk cannot see every read (``globals()``, ``eval``, a module
+        handed on whole): every function and plain value at the top of each file it met."""
+        for module_name in sorted(m for m in self.modules if m and not _fixed(m)):
+            namespace = getattr(sys.modules.get(module_name), "__dict__", {})
+            for name, value in sorted(namespace.items(), key=lambda kv: kv[0]):
+                if name.startswith("__"):
+                    continue
+                if isinstance(value, types.FunctionType):
+                    self.out.append(name)
+                    _function(value, self.out)
+                elif isinstance(value, _PLAIN):
+                    self.out.append(f"{name}={value!r}")
+
+
 def _function(fn: Any, out: list) -> None:
-    fn = getattr(fn, "__func__", fn)
-    code = getattr(fn, "__code__", None)
-    if code is None:  # a builtin: named by where it lives
-        out.append(f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}")
-        return
-    _code(code, out)
-    out.append(repr(getattr(fn, "__defaults__", None)))
-    for cell in getattr(fn, "__closure__", None) or ():
-        out.append(_value(cell.cell_contents, strict=False))
+    """A function's own code, defaults and cells, without what it reads (`whole_files`)."""
+    _code(fn.__code__, out)
+    out.append(repr(fn.__defaults__))
+    for cell in fn.__closure__ or ():
+        try:
+            out.append(repr(type(cell.cell_contents)))
+        except ValueError:
+            out.append("<empty>")
 
 
-def _value(v: Any, strict: bool = True, depth: int = 0) -> str:
-    """A stable text for an attribute's value; `_Unreadable` when ``strict`` and unknown. A
-    plain object (a model's config) is read through its attributes, a few levels deep."""
-    if isinstance(v, _PLAIN):
-        return repr(v)
-    if isinstance(v, (torch.dtype, torch.device, torch.Size, torch.memory_format, enum.Enum)):
-        return repr(v)
-    if isinstance(v, (tuple, list, set, frozenset)):
-        items = sorted(map(repr, v)) if isinstance(v, (set, frozenset)) else v
-        return f"{type(v).__name__}[{','.join(_value(x, strict, depth) for x in items)}]"
-    if isinstance(v, dict):
-        return "{" + ",".join(f"{_value(k, strict, depth)}:{_value(x, strict, depth)}"
-                              for k, x in v.items()) + "}"
-    if isinstance(v, (types.FunctionType, types.MethodType, types.BuiltinFunctionType)) \
-            or type(v).__name__ in ("OpOverload", "OpOverloadPacket"):
-        out: list = []
-        _function(v, out)
-        return hashlib.sha256(repr(out).encode()).hexdigest()
-    if isinstance(v, type):
-        return f"class {v.__module__}.{v.__qualname__}"
-    if (depth < 3 and hasattr(v, "__dict__") and not isinstance(v, (torch.Tensor, torch.nn.Module))
-            and not callable(v)):
-        fields = ",".join(f"{k}={_value(x, strict, depth + 1)}"
-                          for k, x in sorted(vars(v).items(), key=lambda kv: kv[0]))
-        return f"{type(v).__module__}.{type(v).__qualname__}({fields})"
-    if strict:
-        raise _Unreadable(type(v).__name__)
-    return f"<{type(v).__module__}.{type(v).__qualname__}>"
+class Fingerprint(str):
+    """A fingerprint (its hex digest) with a note on what it guards, for the cache's note."""
 
-
-def _source_file_state(module_name: str, seen: set, out: list) -> None:
-    """The functions (their bytecode) and plain values at the top of a module's file."""
-    if module_name in seen or module_name.startswith(("torch.", "builtins")):
-        return
-    seen.add(module_name)
-    namespace = getattr(sys.modules.get(module_name), "__dict__", {})
-    for name, value in sorted(namespace.items(), key=lambda kv: kv[0]):
-        if name.startswith("__"):
-            continue
-        if isinstance(value, types.FunctionType):
-            out.append(name)
-            _function(value, out)
-        elif isinstance(value, _PLAIN):
-            out.append(f"{name}={value!r}")
-
-
-def _class(cls: type, seen: set, out: list) -> None:
-    for klass in cls.__mro__:
-        if klass in seen or klass.__module__.startswith("torch.") or klass is object:
-            continue  # torch's own classes are fixed by torch's version, in the key
-        seen.add(klass)
-        out.append(f"class {klass.__module__}.{klass.__qualname__}")
-        for name, member in sorted(vars(klass).items(), key=lambda kv: kv[0]):
-            if isinstance(member, property):
-                member = member.fget
-            if isinstance(member, (types.FunctionType, staticmethod, classmethod)):
-                out.append(name)
-                _function(getattr(member, "__func__", member), out)
-            elif isinstance(member, _PLAIN):
-                out.append(f"{name}={member!r}")
-        _source_file_state(klass.__module__, seen, out)
+    note: str = ""
 
 
 def _hooks(module: torch.nn.Module) -> bool:
@@ -144,10 +287,10 @@ def _tensor(t: torch.Tensor) -> str:
 
 
 def fingerprint(fn: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
-                options: dict) -> str | None:
+                options: dict) -> Fingerprint | None:
     """The hex digest of everything the imported program depends on (see the module's doc),
     with ``options`` (lowerkit's own: target, pipeline, flags, ...); None when the program
-    holds something it cannot read."""
+    holds something it cannot read. Its ``note`` says when it guards whole files."""
     if not isinstance(fn, torch.nn.Module) or _global_hooks():
         return None
     out: list = [repr(sorted(options.items())), torch.is_grad_enabled(),
@@ -155,27 +298,33 @@ def fingerprint(fn: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
                  # lowerkit's own decompositions at import, and derived weights, on or off
                  os.environ.get("LOWERKIT_DECOMPOSITIONS", "1"),
                  os.environ.get("LOWERKIT_DERIVED_WEIGHTS", "1")]
-    seen: set = set()
+    reader = _Reader(out)
     try:
         for name, module in fn.named_modules(remove_duplicate=False):
             if _hooks(module):
                 return None
             out.append(f"module {name}")
-            _class(type(module), seen, out)
+            reader.klass(type(module))
             for attr, value in vars(module).items():
                 if attr in _SKIPPED_ATTRIBUTES or (attr.startswith("_") and attr.endswith("hooks")):
                     continue
                 if isinstance(value, torch.Tensor):
                     return None  # a tensor that is neither parameter nor buffer: a constant
-                out.append(f"{attr}={_value(value)}")
+                out.append(f"{attr}={reader.value(value)}")
             for kind, table in (("p", module._parameters), ("b", module._buffers)):
                 for key, t in table.items():
                     out.append(f"{kind} {key} " + ("None" if t is None else _tensor(t)))
         leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs or {})))
         out.append(str(spec))
         for leaf in leaves:
-            out.append(_tensor(leaf) if isinstance(leaf, torch.Tensor) else _value(leaf))
+            out.append(_tensor(leaf) if isinstance(leaf, torch.Tensor) else reader.value(leaf))
         out.append(repr(dynamic_shapes))
+        if reader.dynamic:
+            reader.whole_files()
     except (_Unreadable, RecursionError):
         return None
-    return hashlib.sha256(repr(out).encode()).hexdigest()
+    digest = Fingerprint(hashlib.sha256(repr(out).encode()).hexdigest())
+    if reader.dynamic:
+        digest.note = ("guards whole files, as before issue 73: "
+                       + "; ".join(dict.fromkeys(reader.dynamic)))
+    return digest
