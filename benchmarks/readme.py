@@ -1,18 +1,18 @@
-"""The README's measured figures, generated from the stored runs in ``benchmarks/results/``.
+"""The measured figures of README.md and docs/, generated from the stored runs in ``benchmarks/results/``.
 
-    .venv/bin/python benchmarks/readme.py            # rewrite every generated block of README.md
-    .venv/bin/python benchmarks/readme.py --check    # exit 1 if README.md differs from the results
+    .venv/bin/python benchmarks/readme.py            # rewrite every generated block of the pages
+    .venv/bin/python benchmarks/readme.py --check    # exit 1 if a page differs from the results
     .venv/bin/python benchmarks/readme.py --list     # each block, its files and the commands
 
-Every table of figures in the README sits between ``<!-- results:NAME -->`` and
-``<!-- /results -->`` and is rendered here from the JSON files that the benchmark scripts
-write (``lowerkit bench --json``, ``benchmarks/compile_time.py --json``,
+The pages are README.md and every ``docs/**/*.md``. Every table of figures in them sits between
+``<!-- results:NAME -->`` and ``<!-- /results -->`` and is rendered here from the JSON files
+that the benchmark scripts write (``lowerkit bench --json``, ``benchmarks/compile_time.py --json``,
 ``benchmarks/call_floor.py --json``), each with its provenance (``lowerkit.tools.bench.run_metadata``:
-commit, CPU model and flags, thread counts, date, command). A block whose files are not stored
-yet renders as a placeholder that names the command producing them. A stored run taken with
-other iree-compile flags for the cpu target than lowerkit's current ``CPU_SPEED_FLAGS`` is
-refused: it does not describe what ``lowerkit.compile`` does now.
-``test/python/test_readme_figures.py`` fails when README.md and this rendering disagree.
+commit, CPU model and flags, thread counts, date, command). Each block appears on exactly one
+page. A block whose files are not stored yet renders as a placeholder that names the command
+producing them. A stored run taken with other iree-compile flags for the cpu target than
+lowerkit's current ``CPU_SPEED_FLAGS`` is refused: it does not describe what ``lowerkit.compile``
+does now. ``test/python/test_readme_figures.py`` fails when a page and this rendering disagree.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 REGENERATE = ".venv/bin/python benchmarks/readme.py"
 
 BLOCK_RE = re.compile(r"(<!-- results:(?P<name>[\w-]+) -->)(?P<body>.*?)(<!-- /results -->)",
@@ -1116,9 +1117,51 @@ def render_profile_real(before: dict, now: dict, paths: tuple[str, str]) -> str:
             + provenance(paths[0], before["meta"]) + "\n\n" + provenance(paths[1], now["meta"]))
 
 
+def host_name(meta: dict) -> str:
+    """A CPU named the way the pages name hosts: AMD's family and model give the Zen generation
+    (the model string of a cloud VM says only "AMD EPYC")."""
+    cpu = meta.get("cpu", {})
+    model, family, number = cpu.get("model", "?"), cpu.get("family"), cpu.get("model_number")
+    family, number = (int(v) if v is not None else None for v in (family, number))  # stored as text
+    if "AMD" in model and family is not None:
+        zen = {26: "Zen 5"}.get(family) or (
+            "Zen 4" if family == 25 and number is not None and 0x10 <= number <= 0x1F
+            else "Zen 3" if family == 25 else None)
+        if zen:
+            return f"{model}, {zen}"
+    return model
+
+
+def render_headline(*args) -> str:
+    """The README's one table: per host, its newest stored run of the real-shape set."""
+    *runs, paths = args
+    lines = ["| host | AVX-512 | real-shape programs | geomean × eager | geomean × torch.compile "
+             "| slower than eager | stored run |",
+             "| --- | --- | ---: | ---: | ---: | --- | --- |"]
+    for data, path in zip(runs, paths):
+        meta = data["meta"]
+        ge, gc = _zoo_geomeans(data)
+        slower = _slower(data)
+        avx512 = "yes" if any(f.startswith("avx512") for f in meta["cpu"].get("flags") or []) else "no"
+        lines.append(f"| {host_name(meta)} | {avx512} | {len(data['models'])} | {_ratio(ge)} "
+                     f"| {_ratio(gc)} | {', '.join(slower) if slower else 'none'} "
+                     f"| `{Path(path).name}`, commit `{meta['commit'][:10]}`, "
+                     f"{meta.get('date', '?')[:10]} |")
+    return "\n".join(lines)
+
+
 ZOO_2 = "zoo-cpu-2threads.json"
 ZOO_1 = "zoo-cpu-1thread.json"
 BLOCKS: dict[str, Block] = {
+    # The README's headline: each host's newest real-shape run (the commands are those of the
+    # per-host blocks on the performance pages that write these files).
+    "headline": Block(
+        ("real-shapes-zen5-s69-final.json", "real-shapes-zen4-s68.json", "real-shapes-zen3.json",
+         "real-shapes-xeon.json"),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --target cpu"
+         " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
+         " --json benchmarks/results/real-shapes-HOST.json",),
+        render_headline, torch_threads=2),
     "zoo-summary": Block((ZOO_2, ZOO_1), (), render_zoo_summary, whole_zoo=True),
     "zoo-2threads": Block(
         (ZOO_2,),
@@ -1821,7 +1864,7 @@ def render_block(name: str, results: Path = RESULTS) -> str:
     """The body of block ``name``: its table(s) from the stored files, or a placeholder naming
     the missing files and the commands that write them."""
     if name not in BLOCKS:
-        raise ResultError(f"README block 'results:{name}' is not one of {sorted(BLOCKS)}")
+        raise ResultError(f"block 'results:{name}' is not one of {sorted(BLOCKS)}")
     block = BLOCKS[name]
     missing = [f for f in block.files if not (results / f).exists()]
     if missing:
@@ -1834,7 +1877,7 @@ def render_block(name: str, results: Path = RESULTS) -> str:
             used = d["meta"].get("threads", {}).get("torch")
             if block.torch_threads is not None and used != block.torch_threads:
                 raise ResultError(f"{results / f}: taken with {used} torch threads, the "
-                                  f"README's '{name}' table is for {block.torch_threads}")
+                                  f"'{name}' table is for {block.torch_threads}")
             if block.whole_zoo:
                 _check_whole_zoo(results / f, d)
         paths = tuple(f"benchmarks/results/{f}" for f in block.files)
@@ -1845,31 +1888,46 @@ def render_block(name: str, results: Path = RESULTS) -> str:
     return f"\n\n{body}\n\n"
 
 
-def render_readme(text: str, results: Path = RESULTS) -> str:
-    """``text`` with every generated block's body rendered again; each block must appear."""
-    seen = [m["name"] for m in BLOCK_RE.finditer(text)]
-    absent = sorted(set(BLOCKS) - set(seen))
-    if absent:
-        raise ResultError(f"README.md lacks the generated blocks {absent}")
-    twice = sorted({n for n in seen if seen.count(n) > 1})
-    if twice:
-        raise ResultError(f"README.md has the generated blocks {twice} more than once")
+def pages(root: Path = ROOT) -> list[Path]:
+    """The pages that hold generated blocks: README.md and every Markdown file under docs/."""
+    return [root / "README.md"] + sorted((root / "docs").rglob("*.md"))
+
+
+def render_text(text: str, results: Path = RESULTS) -> str:
+    """``text`` with each of its generated blocks' bodies rendered again."""
     return BLOCK_RE.sub(lambda m: m[1] + render_block(m["name"], results) + m[4], text)
 
 
-def check(readme: Path = README, results: Path = RESULTS) -> str:
-    """A unified diff from README.md to what the stored results render ('' when they agree)."""
-    text = readme.read_text()
-    return "".join(difflib.unified_diff(
-        text.splitlines(keepends=True), render_readme(text, results).splitlines(keepends=True),
-        str(readme), f"{readme} rendered from {results}"))
+def render_pages(texts: dict[str, str], results: Path = RESULTS) -> dict[str, str]:
+    """Each page's text rendered again; every block must appear on exactly one page, so that a
+    figure has one home and none is forgotten when a page moves."""
+    seen = [(m["name"], page) for page, text in texts.items() for m in BLOCK_RE.finditer(text)]
+    names = [n for n, _ in seen]
+    absent = sorted(set(BLOCKS) - set(names))
+    if absent:
+        raise ResultError(f"the pages lack the generated blocks {absent}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        where = {n: sorted(p for m, p in seen if m == n) for n in twice}
+        raise ResultError(f"the generated blocks {twice} appear more than once: {where}")
+    return {page: render_text(text, results) for page, text in texts.items()}
+
+
+def check(root: Path = ROOT, results: Path = RESULTS) -> str:
+    """A unified diff from the pages under ``root`` to what the stored results render ('' when
+    they agree)."""
+    texts = {str(p.relative_to(root)): p.read_text() for p in pages(root)}
+    rendered = render_pages(texts, results)
+    return "".join("".join(difflib.unified_diff(
+        texts[page].splitlines(keepends=True), rendered[page].splitlines(keepends=True),
+        page, f"{page} rendered from {results}")) for page in texts)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
     p.add_argument("--list", action="store_true", help="each block, its files, their commands")
-    p.add_argument("--readme", type=Path, default=README)
+    p.add_argument("--root", type=Path, default=ROOT, help="the tree holding README.md and docs/")
     p.add_argument("--results", type=Path, default=RESULTS)
     a = p.parse_args(argv)
     if a.list:
@@ -1881,10 +1939,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         if a.check:
-            diff = check(a.readme, a.results)
-            sys.stdout.write(diff or f"{a.readme}: every generated block matches {a.results}\n")
+            diff = check(a.root, a.results)
+            sys.stdout.write(diff or f"every generated block of {a.root} matches {a.results}\n")
             return 1 if diff else 0
-        a.readme.write_text(render_readme(a.readme.read_text(), a.results))
+        texts = {p: p.read_text() for p in pages(a.root)}
+        for path, text in render_pages(texts, a.results).items():
+            if text != texts[path]:
+                path.write_text(text)
     except ResultError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
