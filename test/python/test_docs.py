@@ -1,0 +1,145 @@
+"""The examples of README.md and docs/ run, and the site builds (issue 74).
+
+Every ```python block runs, in its page's order, in one process per page, in a fresh folder: a
+block sees what the blocks above it on the same page defined. One test case per page: the
+quick tier runs the first two (README.md and getting started), the slow tier, which CI runs,
+every page (conftest.py's rule for parametrized tests). A block not meant to run has
+``<!-- no-run -->`` (optionally ``<!-- no-run: why -->``) on the line before its fence. An
+example that drifts from the code fails here instead of misleading a reader; a broken link or
+anchor fails ``mkdocs build --strict``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+NO_RUN = re.compile(r"^\s*<!--\s*no-run\b.*-->\s*$")
+PAGE_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str
+    line: int        # the opening fence's line, 1-based
+    lang: str
+    code: str
+    runs: bool
+
+
+def blocks(text: str, page: str = "<text>") -> list[Block]:
+    """The fenced code blocks of a Markdown text, with whether each is to run."""
+    lines = text.splitlines()
+    found, i = [], 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, fence, info = m["indent"], m["fence"], m["info"].strip()
+        body, j = [], i + 1
+        while j < len(lines) and not (lines[j].strip().startswith(fence)
+                                      and lines[j].strip().strip(fence[0]) == ""):
+            body.append(lines[j][len(indent):] if lines[j].startswith(indent) else lines[j].lstrip())
+            j += 1
+        lang = info.split()[0].lower() if info else ""
+        previous = next((lines[k] for k in range(i - 1, -1, -1) if lines[k].strip()), "")
+        found.append(Block(page, i + 1, lang, "\n".join(body) + "\n",
+                           lang in ("python", "py") and not NO_RUN.match(previous)))
+        i = j + 1
+    return found
+
+
+def pages() -> list[Path]:
+    return [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
+
+
+# Runs a page's blocks in order in one namespace; a failure names the block's page and line.
+# PyPI's torchvision (the ecosystem extra) does not load beside the CPU torch; conftest.py patches
+# it for the tests' own processes, and this does the same for the pages' process.
+RUNNER = """
+import json, sys, traceback
+from lowerkit.zoo.ecosystem import patch_torchvision
+patch_torchvision()
+namespace = {"__name__": "__main__"}
+for block in json.load(open(sys.argv[1])):
+    try:
+        exec(compile(block["code"], f"{block['page']}:{block['line']}", "exec"), namespace)
+    except BaseException:
+        traceback.print_exc()
+        print(f"FAILED: the block at {block['page']}:{block['line']}", file=sys.stderr)
+        sys.exit(1)
+"""
+
+
+def run_blocks(runnable: list[Block], folder: Path, timeout: float = PAGE_SECONDS):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "_blocks.json").write_text(json.dumps(
+        [{"page": b.page, "line": b.line, "code": b.code} for b in runnable]))
+    (folder / "_runner.py").write_text(RUNNER)
+    return subprocess.run([sys.executable, "_runner.py", "_blocks.json"], cwd=folder,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+PAGES_WITH_CODE = [str(p.relative_to(ROOT)) for p in pages()
+                   if any(b.runs for b in blocks(p.read_text()))]
+
+
+@pytest.mark.timeout(PAGE_SECONDS + 60)
+@pytest.mark.parametrize("page", PAGES_WITH_CODE)
+def test_the_python_blocks_of_a_page_run(page, tmp_path):
+    runnable = [b for b in blocks((ROOT / page).read_text(), page) if b.runs]
+    done = run_blocks(runnable, tmp_path)
+    assert done.returncode == 0, f"{page}:\n{done.stdout[-4000:]}\n{done.stderr[-8000:]}"
+
+
+def test_every_python_block_runs_or_says_it_does_not():
+    """Each Python block is run by the test above or marked; the README's tour is run."""
+    every = [b for p in pages() for b in blocks(p.read_text(), str(p.relative_to(ROOT)))]
+    python = [b for b in every if b.lang in ("python", "py")]
+    assert [b for b in python if b.page == "README.md" and b.runs], "README's tour no longer runs"
+    skipped = [f"{b.page}:{b.line}" for b in python if not b.runs]
+    # few, each with its reason beside it on the page; a new one should be made to run instead
+    assert len(skipped) <= 3, f"blocks marked no-run: {skipped}"
+    # a block whose language is missing hides Python from this test
+    bare = [f"{b.page}:{b.line}" for b in every
+            if not b.lang and re.search(r"^\s*(import |from \w+ import |lowerkit\.compile\()",
+                                        b.code, re.M)]
+    assert not bare, f"code blocks that look like Python but do not say so: {bare}"
+
+
+def test_the_collector_runs_blocks_in_order_and_keeps_marked_ones_out(tmp_path):
+    text = ("# t\n\n```python\nx = 2\n```\n\n<!-- no-run -->\n```python\nraise SystemExit(3)\n```\n\n"
+            "- in a list:\n\n  ```python\n  assert x == 2\n  y = x + 1\n  ```\n\n"
+            "```bash\nfalse\n```\n\n```python\nassert y == 4, y\n```\n")
+    found = blocks(text, "t.md")
+    assert [(b.lang, b.runs) for b in found] == [("python", True), ("python", False),
+                                                ("python", True), ("bash", False), ("python", True)]
+    done = run_blocks([b for b in found if b.runs], tmp_path)
+    assert done.returncode == 1 and "FAILED: the block at t.md:23" in done.stderr
+    assert "AssertionError: 3" in done.stderr
+
+
+def test_the_site_builds_strict(tmp_path):
+    """``mkdocs build --strict``: every nav page, link and anchor resolves, the API pages'
+    docstrings parse, and the generated pages (CLI, passes) build from the code."""
+    mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent))
+    if mkdocs is None:
+        pytest.fail("mkdocs is not installed: pip install -e '.[docs]' (scripts/setup does)")
+    done = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, done.stderr[-8000:]
+    site = tmp_path / "site"
+    assert "lowerkit bench" in (site / "reference" / "cli" / "index.html").read_text()
+    assert "fence-reductions" in (site / "design" / "passes" / "index.html").read_text()
+    assert "search" in (site / "index.html").read_text()
