@@ -278,3 +278,46 @@ def test_a_notebook_hits_the_fingerprint_after_an_unrelated_cell(tmp_path):
     assert notes[0].startswith("miss"), notes
     assert notes[1].startswith("hit: fingerprint"), notes  # after an unrelated cell
     assert not notes[2].startswith("hit: fingerprint"), notes  # SCALE, which forward reads
+
+
+DECORATED = """
+import functools
+import torch
+from torch import nn
+
+SCALE = 2.0
+UNRELATED = 0
+
+def plain_wrapper(f):  # a decorator without functools.wraps
+    def run(*args):
+        return f(*args)
+    return run
+
+@plain_wrapper
+def scaled(y):
+    return y * SCALE
+
+@functools.lru_cache(maxsize=None)
+def table(n):
+    return tuple(range(n))
+
+class Decorated(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    @torch.no_grad()
+    def forward(self, x):
+        return scaled(self.lin(x)) + len(table(3))
+"""
+
+
+def test_globals_behind_decorators_are_read(monkeypatch):
+    script = _script(monkeypatch, "script_h", DECORATED)
+    model = script.Decorated()
+    before = _fp(model)
+    assert before is not None and not before.note
+    script.UNRELATED = 1
+    assert _fp(model) == before
+    script.SCALE = 3.0  # read by the function a decorator's closure holds
+    assert _fp(model) != before

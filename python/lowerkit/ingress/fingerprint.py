@@ -22,6 +22,7 @@ mapping from fingerprint to program key lives in the process that traced it.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dis
 import enum
 import functools
@@ -110,8 +111,16 @@ class _Reader:
         code = getattr(fn, "__code__", None)
         module = getattr(fn, "__module__", None)
         if code is None or _fixed(module) or not isinstance(getattr(fn, "__globals__", None), dict):
-            # a builtin or a library's function: named by where it lives
+            # a builtin or a library's function: named by where it lives, with the user's
+            # function it may wrap (a decorator of torch's without functools.wraps)
             self.out.append(f"{module or '?'}.{getattr(fn, '__qualname__', repr(fn))}")
+            inner = [getattr(fn, "__wrapped__", None)]
+            for cell in getattr(fn, "__closure__", None) or ():
+                with contextlib.suppress(ValueError):
+                    inner.append(cell.cell_contents)
+            for f in inner:
+                if isinstance(f, (types.FunctionType, type)) and not _fixed(f.__module__):
+                    self.out.append(self.value(f, strict=False))
             return
         key = ("fn", id(fn))
         if key in self.seen:
@@ -221,6 +230,10 @@ class _Reader:
             return f"module {v.__name__}"
         if hasattr(v, "__wrapped__") and callable(v):  # functools.lru_cache and the like
             return f"{type(v).__qualname__}({self.value(v.__wrapped__, strict, depth)})"
+        if isinstance(v, (functools.cached_property, functools.partialmethod)):
+            inner = v.func if isinstance(v, functools.cached_property) else functools.partial(
+                v.func, *v.args, **v.keywords)
+            return f"{type(v).__qualname__}({self.value(inner, strict, depth)})"
         if (depth < 3 and hasattr(v, "__dict__") and not isinstance(v, torch.nn.Module)
                 and not callable(v) and (strict or not _fixed(type(v).__module__))):
             try:
