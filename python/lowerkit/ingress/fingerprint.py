@@ -27,6 +27,7 @@ import dis
 import enum
 import functools
 import hashlib
+import importlib.util
 import os
 import sys
 import types
@@ -68,11 +69,14 @@ def _code(code: types.CodeType, out: list) -> None:
 
 
 @functools.lru_cache(maxsize=8192)
-def _reads(code: types.CodeType) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, ...]]:
-    """The globals that ``code`` and the code nested in it load, each with the attributes read
-    straight off it (``mod.sub.attr``), and the modules it imports."""
+def _reads(code: types.CodeType) -> tuple:
+    """What ``code`` and the code nested in it read: the globals it loads, each with the
+    attributes read straight off it (``mod.sub.attr``); the modules it imports (level, name,
+    names imported from it); and every name it uses (attributes, methods, constant strings:
+    ``getattr(self, "helper")``), to find the methods it may call."""
     reads: list = []
     imports: list = []
+    names: dict = {}
     pending = [code]
     while pending:
         c = pending.pop()
@@ -85,26 +89,48 @@ def _reads(code: types.CodeType) -> tuple[tuple[tuple[str, tuple[str, ...]], ...
                         break
                     chain.append(nxt.argval)
                 reads.append((op.argval, tuple(chain)))
-            elif op.opname == "IMPORT_NAME":
-                imports.append(op.argval)
+            elif op.opname == "IMPORT_NAME" and i >= 2:
+                level, fromlist = ins[i - 2].argval, ins[i - 1].argval
+                imports.append((level if isinstance(level, int) else 0, op.argval,
+                                tuple(fromlist or ())))
+        names.update(dict.fromkeys(c.co_names))
+        names.update(dict.fromkeys(k for k in c.co_consts if isinstance(k, str) and k.isidentifier()))
         pending += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-    return tuple(reads), tuple(imports)
+    return tuple(reads), tuple(imports), tuple(names)
 
 
 _ABSENT = object()
 
 
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+# Special methods a forward does not call on what is already built (the model's modules), and
+# of these, the ones it calls on a class it reads when it builds one.
+_NOT_CALLED = {"__init__", "__new__", "__post_init__", "__init_subclass__", "__set_name__",
+               "__class_getitem__", "__del__", "__getstate__", "__setstate__", "__reduce__",
+               "__reduce_ex__", "__copy__", "__deepcopy__", "__repr__", "__str__", "__dir__",
+               "__format__", "__sizeof__"}
+_BUILDING = {"__init__", "__new__", "__post_init__"}
+
+
 class _Reader:
-    """Walks what a model's code reads, from its classes' functions: the globals each function
-    loads (and the attributes it reads off modules), the functions and classes those name,
-    closures' cells and class attributes; as Dynamo guards only on what the code reads, a
-    global nothing reads (IPython's ``_i``, a script's timer) does not enter the fingerprint."""
+    """Walks what a model's code reads, from ``forward`` (and the special methods Python calls
+    by itself): the globals each function loads (and the attributes it reads off modules), the
+    functions and classes those name, the methods its code names, closures' cells and class
+    attributes; as Dynamo guards only on what the code reads, a global nothing reads (IPython's
+    ``_i``, a script's timer) does not enter the fingerprint. Every method's own code enters
+    it, reached or not."""
 
     def __init__(self, out: list):
         self.out = out
         self.seen: set = set()
         self.modules: set = set()  # the modules whose globals the walked code reads
         self.dynamic: list = []    # why the whole files are read: what the walk cannot see
+        self.whole: dict = {}      # modules read whole (imported in a function, handed on)
+        self.reached: set = {"forward"}
+        self.waiting: dict = {}    # a method's name -> its functions, walked once it is reached
 
     def function(self, fn: Any) -> None:
         fn = getattr(fn, "__func__", fn)
@@ -140,7 +166,7 @@ class _Reader:
 
     def globals(self, code: types.CodeType, namespace: dict, where: str) -> None:
         self.modules.add(namespace.get("__name__"))
-        reads, imports = _reads(code)
+        reads, imports, names = _reads(code)
         for name, chain in reads:
             value = namespace.get(name, _ABSENT)
             if value is _ABSENT:
@@ -159,16 +185,38 @@ class _Reader:
                 self.out.append(f".{attr}")
             else:
                 if isinstance(value, types.ModuleType) and not _fixed(value.__name__):
-                    # handed on whole (getattr(mod, name), f(mod)): read all its file
-                    self.dynamic.append(f"{where} uses module {value.__name__} whole")
-                    self.modules.add(value.__name__)
+                    # handed on whole (getattr(mod, name), f(mod)): all its file is read
+                    self.whole.setdefault(value.__name__, f"{where} uses it whole")
             self.out.append(self.value(value, strict=False))
-        for name in imports:
-            if not _fixed(name):
-                self.dynamic.append(f"{where} imports {name}")
-                self.modules.add(name)
+        for level, name, imported in imports:
+            try:
+                name = importlib.util.resolve_name("." * level + name,
+                                                   namespace.get("__package__") or "")
+            except (ImportError, ValueError):
+                pass
+            if _fixed(name):
+                continue
+            module = sys.modules.get(name)
+            self.out.append(f"import {name} {module is not None}")
+            if module is not None and imported and "*" not in imported:
+                for attr in imported:  # from x import f: f, as a global would be
+                    value = getattr(module, attr, _ABSENT)
+                    if isinstance(value, types.ModuleType) and not _fixed(value.__name__):
+                        self.whole.setdefault(value.__name__, f"{where} imports it")
+                    self.out.append(f"{attr}={self.value(value, strict=False)}")
+            else:
+                self.whole.setdefault(name, f"{where} imports it")
+        for name in names:  # the methods of the model's classes this code may call
+            if name not in self.reached:
+                self.reached.add(name)
+                for fn in self.waiting.pop(name, ()):
+                    self.function(fn)
 
-    def klass(self, cls: type) -> None:
+    def klass(self, cls: type, built: bool = True) -> None:
+        """``built``: a class of the model's modules (built before the program runs); else a
+        class the code reads, which it may build: its constructor is walked too."""
+        called = (lambda name: _dunder(name) and name not in _NOT_CALLED) if built else (
+            lambda name: _dunder(name) and (name not in _NOT_CALLED or name in _BUILDING))
         for klass in cls.__mro__:
             if klass in self.seen or _fixed(klass.__module__) or klass is object:
                 continue  # torch's own classes are fixed by torch's version, in the key
@@ -176,17 +224,27 @@ class _Reader:
             self.out.append(f"class {klass.__module__}.{klass.__qualname__}")
             for name, member in sorted(vars(klass).items(), key=lambda kv: kv[0]):
                 if isinstance(member, property):
-                    self.out.append(name)
-                    for accessor in (member.fget, member.fset):
-                        if accessor is not None:
-                            self.function(accessor)
+                    functions = [f for f in (member.fget, member.fset) if f is not None]
                 elif isinstance(member, (types.FunctionType, staticmethod, classmethod)):
-                    self.out.append(name)
-                    self.function(getattr(member, "__func__", member))
+                    functions = [getattr(member, "__func__", member)]
                 elif isinstance(member, _PLAIN):
                     self.out.append(f"{name}={member!r}")
-                elif not (name.startswith("__") and name.endswith("__")):
+                    continue
+                elif not _dunder(name):
                     self.out.append(f"{name}={self.value(member, strict=False)}")
+                    continue
+                else:
+                    continue
+                self.out.append(name)
+                for fn in functions:
+                    if not isinstance(getattr(fn, "__code__", None), types.CodeType):
+                        self.out.append(self.value(fn, strict=False))
+                        continue
+                    _code(fn.__code__, self.out)  # its code, reached or not
+                    if called(name) or name in self.reached:
+                        self.function(fn)
+                    else:
+                        self.waiting.setdefault(name, []).append(fn)
 
     def value(self, v: Any, strict: bool = True, depth: int = 0) -> str:
         """A stable text for a value; `_Unreadable` when ``strict`` and unknown, else an object
@@ -205,9 +263,10 @@ class _Reader:
         if isinstance(v, dict):
             return "{" + ",".join(f"{self.value(k, strict, depth)}:{self.value(x, strict, depth)}"
                                   for k, x in v.items()) + "}"
-        if isinstance(v, torch.Tensor) or (isinstance(v, torch.nn.Module) and not strict):
-            # a constant the program holds, or a module outside the model's tree
-            raise _Unreadable(type(v).__name__)
+        if isinstance(v, torch.Tensor):
+            raise _Unreadable(type(v).__name__)  # a constant the program holds
+        if isinstance(v, torch.nn.Module) and not strict:
+            return self.loose_module(v)
         if isinstance(v, (types.FunctionType, types.MethodType, types.BuiltinFunctionType)) \
                 or type(v).__name__ in ("OpOverload", "OpOverloadPacket"):
             out: list = []
@@ -224,7 +283,7 @@ class _Reader:
                     f"{self.value(v.keywords, strict, depth)})")
         if isinstance(v, type):
             if not _fixed(v.__module__):
-                self.klass(v)
+                self.klass(v, built=False)
             return f"class {v.__module__}.{v.__qualname__}"
         if isinstance(v, types.ModuleType):
             return f"module {v.__name__}"
@@ -237,6 +296,8 @@ class _Reader:
         if (depth < 3 and hasattr(v, "__dict__") and not isinstance(v, torch.nn.Module)
                 and not callable(v) and (strict or not _fixed(type(v).__module__))):
             try:
+                if not _fixed(type(v).__module__):  # its methods and class attributes
+                    self.klass(type(v))
                 fields = ",".join(f"{k}={self.value(x, strict, depth + 1)}"
                                   for k, x in sorted(vars(v).items(), key=lambda kv: kv[0]))
                 return f"{type(v).__module__}.{type(v).__qualname__}({fields})"
@@ -247,10 +308,28 @@ class _Reader:
             raise _Unreadable(type(v).__name__)
         return f"<{type(v).__module__}.{type(v).__qualname__} #{id(v)}>"
 
+    def loose_module(self, module: torch.nn.Module) -> str:
+        """A module outside the model's tree that its code reads (transformers' ``gelu``): read
+        as the tree's are, when it holds no tensor (they would be the program's constants)."""
+        if next(module.parameters(), None) is not None or next(module.buffers(), None) is not None:
+            raise _Unreadable(f"module {type(module).__name__} with tensors")
+        parts = []
+        for name, m in module.named_modules():
+            if _hooks(m):
+                raise _Unreadable("hooks")
+            self.klass(type(m))
+            parts.append(f"{name}:{type(m).__module__}.{type(m).__qualname__}(" + ",".join(
+                f"{a}={self.value(x)}" for a, x in vars(m).items()
+                if a not in _SKIPPED_ATTRIBUTES and not (a.startswith("_") and a.endswith("hooks")))
+                + ")")
+        return "module " + ";".join(parts)
+
     def whole_files(self) -> None:
-        """The fallback when the walk cannot see every read (``globals()``, ``eval``, a module
-        handed on whole): every function and plain value at the top of each file it met."""
-        for module_name in sorted(m for m in self.modules if m and not _fixed(m)):
+        """Every function and plain value at the top of each module read whole (imported in
+        a function, handed on whole), and when the walk cannot see every read (``globals()``,
+        ``eval``), of each file it met: the fingerprint as it was before issue 73."""
+        names = set(self.whole) | (self.modules if self.dynamic else set())
+        for module_name in sorted(m for m in names if m and not _fixed(m)):
             namespace = getattr(sys.modules.get(module_name), "__dict__", {})
             for name, value in sorted(namespace.items(), key=lambda kv: kv[0]):
                 if name.startswith("__"):
@@ -271,6 +350,12 @@ def _function(fn: Any, out: list) -> None:
             out.append(repr(type(cell.cell_contents)))
         except ValueError:
             out.append("<empty>")
+
+
+def _few(reasons) -> str:
+    reasons = list(dict.fromkeys(reasons))
+    more = f"; and {len(reasons) - 3} more" if len(reasons) > 3 else ""
+    return "; ".join(reasons[:3]) + more
 
 
 class Fingerprint(str):
@@ -332,12 +417,12 @@ def fingerprint(fn: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
         for leaf in leaves:
             out.append(_tensor(leaf) if isinstance(leaf, torch.Tensor) else reader.value(leaf))
         out.append(repr(dynamic_shapes))
-        if reader.dynamic:
-            reader.whole_files()
+        reader.whole_files()
     except (_Unreadable, RecursionError):
         return None
     digest = Fingerprint(hashlib.sha256(repr(out).encode()).hexdigest())
     if reader.dynamic:
-        digest.note = ("guards whole files, as before issue 73: "
-                       + "; ".join(dict.fromkeys(reader.dynamic)))
+        digest.note = "guards whole files, as before issue 73: " + _few(reader.dynamic)
+    elif reader.whole:
+        digest.note = "reads whole: " + _few(f"{m} ({why})" for m, why in reader.whole.items())
     return digest
