@@ -321,3 +321,85 @@ def test_globals_behind_decorators_are_read(monkeypatch):
     assert _fp(model) == before
     script.SCALE = 3.0  # read by the function a decorator's closure holds
     assert _fp(model) != before
+
+
+METHODS = """
+import torch
+from torch import nn
+
+HELPER_SCALE = 2.0
+REPR_ONLY = "a"
+act = nn.GELU(approximate="tanh")  # a module outside the model's tree, without tensors
+
+class Methods(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def helper(self, y):
+        return y * HELPER_SCALE
+
+    def extra_repr(self):  # forward never calls it
+        return REPR_ONLY
+
+    def forward(self, x):
+        return act(getattr(self, "helper")(self.lin(x)))
+"""
+
+
+def test_methods_forward_names_are_walked_and_others_are_not(monkeypatch):
+    script = _script(monkeypatch, "script_i", METHODS)
+    model = script.Methods()
+    before = _fp(model)
+    assert before is not None and not before.note
+    script.REPR_ONLY = "b"  # read only by a method forward does not name
+    assert _fp(model) == before
+    script.HELPER_SCALE = 3.0  # read by the method forward reaches through getattr
+    assert _fp(model) != before
+    script.HELPER_SCALE = 2.0
+    assert _fp(model) == before
+    script.act.approximate = "none"  # an attribute of a module the code reads as a global
+    assert _fp(model) != before
+    script.act = torch.nn.Linear(8, 8)  # a global module holding tensors: the program's constants
+    assert _fp(model) is None
+
+
+IMPORTING = """
+import torch
+from torch import nn
+
+class Importing(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        from helpers_j import LIMIT
+        import helpers_j as h
+        return self.lin(x).clamp(h.Clamp.LOW, LIMIT)
+"""
+
+
+def test_an_import_in_forward_reads_that_module(monkeypatch):
+    helpers = _script(monkeypatch, "helpers_j", HELPERS)
+    model = _script(monkeypatch, "script_j", IMPORTING).Importing()
+    before = _fp(model)
+    assert before is not None and "reads whole: helpers_j" in before.note, before.note
+    helpers.LIMIT = 0.25
+    assert _fp(model) != before
+    helpers.LIMIT = 0.5
+    assert _fp(model) == before
+    helpers.NOISE = "changed"  # `import helpers_j` hands the module on whole: all its file
+    assert _fp(model) != before
+
+
+def test_a_transformers_model_is_guarded_by_its_config():
+    pytest.importorskip("transformers")
+    from lowerkit.zoo import ecosystem
+
+    model, args, kwargs = next(e for e in ecosystem._ENTRIES if e.name == "bert").make()
+    before = fingerprint(model, args, kwargs, None, {})
+    assert before is not None
+    assert fingerprint(model, args, kwargs, None, {}) == before
+    model.config.layer_norm_eps = 1e-3  # read by nothing after building: still in the key
+    assert fingerprint(model, args, kwargs, None, {}) != before
