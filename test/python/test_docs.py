@@ -12,8 +12,10 @@ anchor fails ``mkdocs build --strict``.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -137,9 +139,61 @@ def test_the_site_builds_strict(tmp_path):
         pytest.fail("mkdocs is not installed: pip install -e '.[docs]' (scripts/setup does)")
     done = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")],
                           cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"})
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stderr[-8000:]
     site = tmp_path / "site"
     assert "lowerkit bench" in (site / "reference" / "cli" / "index.html").read_text()
     assert "fence-reductions" in (site / "design" / "passes" / "index.html").read_text()
     assert "search" in (site / "index.html").read_text()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_served_site_navigates_and_searches_in_a_browser(tmp_path):
+    """``mkdocs serve``, opened in Debian's chromium by Playwright (as test_graph_view.py does):
+    the navigation leads to a page and the search finds one; what a build cannot show."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("needs Debian's chromium: apt-get install -y chromium")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs pip install playwright")
+    import urllib.request
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/"
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen([str(Path(sys.executable).parent / "mkdocs"), "serve", "--no-livereload",
+                               "-a", f"127.0.0.1:{port}"], cwd=ROOT, stdout=log, stderr=log,
+                              env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    try:
+        for _ in range(240):  # the first build runs the hooks: a few seconds, more on a busy host
+            try:
+                urllib.request.urlopen(url, timeout=2)
+                break
+            except OSError:
+                assert server.poll() is None, (tmp_path / "serve.log").read_text()[-4000:]
+                __import__("time").sleep(0.5)
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(url)
+            assert page.title().startswith("lowerkit")
+            page.locator("nav.md-nav--primary a", has_text="Getting started").first.click()
+            page.wait_for_url("**/getting-started/")
+            assert page.locator("article h1").first.inner_text().strip().startswith("Getting started")
+            page.locator("input.md-search__input").click()  # in the header at this width
+            page.keyboard.type("FileCheck")
+            result = page.locator(".md-search-result__item").first
+            result.wait_for(timeout=30_000)
+            assert "FileCheck" in page.locator(".md-search-result").inner_text()
+            result.locator("a").first.click()
+            page.wait_for_load_state()
+            assert page.url != url + "getting-started/"
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
