@@ -4,19 +4,27 @@ A cache hit used to need the whole torch import (``torch.export`` and decomposit
 for ResNet-50) because the key hashed the imported IR. Within one process the IR is a function
 of what the fingerprint reads, the way Dynamo's guards decide a graph still holds:
 
-- every submodule: its class, the bytecode of the class's functions (and of the functions and
-  the plain values at the top of the file that defines it: helpers, flags), its attributes
+- every submodule: its class, the bytecode of the class's functions, its attributes
   (strides, eps, ``training``, ...), and its parameters' and buffers' names, shapes and dtypes
   (not their values: they are IREE parameters, read at load);
+- what ``forward`` reads (`_Reader`), as Dynamo guards only on what code reads (issue 73): the
+  globals it and the methods it names load, transitively through the functions and classes
+  those are, closures' cells, class attributes and ``module.attr`` reads; not the rest of the
+  file (a script's timer, IPython's ``_i``). Where the code reads globals it does not name
+  (``globals()``, ``eval``, ``sys._getframe``), every function and plain value at the top of
+  each file it met, as before, and the fingerprint's ``note`` says so;
 - the call: the structure of the arguments, each tensor's shape, dtype, strides and
   ``requires_grad``, each Python scalar's value, and ``dynamic_shapes``;
 - torch's grad mode, default dtype and deterministic mode, ``LOWERKIT_DECOMPOSITIONS`` and
   ``LOWERKIT_DERIVED_WEIGHTS``.
 
 When anything is beyond what it can read (a hook, a tensor or an unknown object held as an
-attribute, a function rather than a module, a tensor off the CPU) it gives None, and the
-program is traced as before. It never stands in for the program key across processes: the
-mapping from fingerprint to program key lives in the process that traced it.
+attribute, a tensor the code reads as a global, a function rather than a module, a tensor off
+the CPU) it gives None, and the program is traced as before. An object the code reads that it
+cannot read through stands by its identity (Dynamo's ``ID_MATCH``). A method reached only by a
+name computed at run time (``getattr(self, f"act_{i}")``) enters by its code, not its reads.
+It never stands in for the program key across processes: the mapping from fingerprint to
+program key lives in the process that traced it.
 """
 
 from __future__ import annotations
