@@ -119,6 +119,16 @@ def test_every_python_block_runs_or_says_it_does_not():
     assert not bare, f"code blocks that look like Python but do not say so: {bare}"
 
 
+def test_the_readme_is_a_page_that_starts_with_the_two_commands():
+    """A newcomer's first screen: the main job and the whole suite, then a page, not a notebook
+    (the figures and the prose live in docs/)."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move the detail into docs/"
+    assert lines[0] == "```bash" and lines[3] == "```", lines[:4]
+    assert lines[1].startswith("scripts/setup && .venv/bin/lowerkit run python/lowerkit/zoo/vision.py:resnet18 --check")
+    assert lines[2].startswith("LOWERKIT_SLOW=1 scripts/test ")
+
+
 def test_the_collector_runs_blocks_in_order_and_keeps_marked_ones_out(tmp_path):
     text = ("# t\n\n```python\nx = 2\n```\n\n<!-- no-run -->\n```python\nraise SystemExit(3)\n```\n\n"
             "- in a list:\n\n  ```python\n  assert x == 2\n  y = x + 1\n  ```\n\n"
