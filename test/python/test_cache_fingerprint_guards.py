@@ -224,7 +224,8 @@ def test_code_that_reads_globals_it_does_not_name_guards_the_whole_file(monkeypa
 
 
 def test_a_global_tensor_forward_reads_has_no_fingerprint(monkeypatch):
-    script = _script(monkeypatch, "script_g", SCRIPT.replace("SCALE = 2.0", "SCALE = torch.ones(8)"))
+    source = SCRIPT.replace("SCALE = 2.0", "SCALE = torch.ones(8)")
+    script = _script(monkeypatch, "script_g", source)
     assert _fp(script.Tiny()) is None  # a constant the program holds: traced, as before
 
 
@@ -403,3 +404,35 @@ def test_a_transformers_model_is_guarded_by_its_config():
     assert fingerprint(model, args, kwargs, None, {}) == before
     model.config.layer_norm_eps = 1e-3  # read by nothing after building: still in the key
     assert fingerprint(model, args, kwargs, None, {}) != before
+
+
+def test_a_real_script_with_a_timer_hits_the_fingerprint(tmp_path):
+    """The issue's script, run as ``__main__``: a model and a timer at its top level."""
+    import subprocess
+
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(f"""
+        import time
+        t = time.perf_counter()
+        import torch
+        import lowerkit
+        from torch import nn
+
+        class Tiny(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(8, 8)
+
+            def forward(self, x):
+                return torch.relu(self.lin(x))
+
+        model, args = Tiny(), (torch.randn(2, 8),)
+        for _ in range(2):
+            t = time.perf_counter()
+            print("NOTE", lowerkit.compile(model, args, cache={str(tmp_path / 'cache')!r}).cache_note)
+    """))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    notes = [line[5:] for line in run.stdout.splitlines() if line.startswith("NOTE ")]
+    assert notes[0].startswith("miss") and notes[1].startswith("hit: fingerprint"), notes

@@ -102,7 +102,8 @@ def _reads(code: types.CodeType) -> tuple:
                 imports.append((level if isinstance(level, int) else 0, op.argval,
                                 tuple(fromlist or ())))
         names.update(dict.fromkeys(c.co_names))
-        names.update(dict.fromkeys(k for k in c.co_consts if isinstance(k, str) and k.isidentifier()))
+        names.update(dict.fromkeys(
+            k for k in c.co_consts if isinstance(k, str) and k.isidentifier()))
         pending += [k for k in c.co_consts if isinstance(k, types.CodeType)]
     return tuple(reads), tuple(imports), tuple(names)
 
@@ -287,8 +288,8 @@ class _Reader:
                 out.append(self.value(v.__self__, strict, depth))
             return hashlib.sha256(repr(out).encode()).hexdigest()
         if isinstance(v, functools.partial):
-            return (f"partial({self.value(v.func, strict, depth)},{self.value(v.args, strict, depth)},"
-                    f"{self.value(v.keywords, strict, depth)})")
+            parts = (self.value(p, strict, depth) for p in (v.func, v.args, v.keywords))
+            return f"partial({','.join(parts)})"
         if isinstance(v, type):
             if not _fixed(v.__module__):
                 self.klass(v, built=False)
