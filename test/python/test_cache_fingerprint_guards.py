@@ -223,10 +223,17 @@ def test_code_that_reads_globals_it_does_not_name_guards_the_whole_file(monkeypa
     assert "whole files" in again.cache_note and "globals()" in again.cache_note
 
 
-def test_a_global_tensor_forward_reads_has_no_fingerprint(monkeypatch):
-    source = SCRIPT.replace("SCALE = 2.0", "SCALE = torch.ones(8)")
+def test_a_global_array_forward_reads_has_no_fingerprint(monkeypatch):
+    for constant in ("torch.ones(8)", "__import__('numpy').ones(8)"):
+        source = SCRIPT.replace("SCALE = 2.0", f"SCALE = {constant}")
+        script = _script(monkeypatch, "script_g", source)
+        assert _fp(script.Tiny()) is None  # a constant the program holds: traced, as before
+    source = SCRIPT.replace("2.0", "__import__('numpy').float32(2)")
     script = _script(monkeypatch, "script_g", source)
-    assert _fp(script.Tiny()) is None  # a constant the program holds: traced, as before
+    before = _fp(script.Tiny())
+    assert before is not None
+    script.SCALE = script.SCALE * 2  # a NumPy scalar, by its value
+    assert _fp(script.Tiny()) != before
 
 
 NOTEBOOK_CELLS = [

@@ -272,8 +272,11 @@ class _Reader:
         if isinstance(v, dict):
             return "{" + ",".join(f"{self.value(k, strict, depth)}:{self.value(x, strict, depth)}"
                                   for k, x in v.items()) + "}"
-        if isinstance(v, torch.Tensor):
+        if isinstance(v, torch.Tensor) or (type(v).__module__ == "numpy"
+                                           and getattr(v, "shape", ()) != ()):
             raise _Unreadable(type(v).__name__)  # a constant the program holds
+        if type(v).__module__ == "numpy" and hasattr(v, "dtype"):
+            return f"{v.dtype}:{v!r}"  # a NumPy scalar
         if isinstance(v, torch.nn.Module) and not strict:
             return self.loose_module(v)
         if isinstance(v, (types.FunctionType, types.MethodType, types.BuiltinFunctionType)) \
