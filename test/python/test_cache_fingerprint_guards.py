@@ -443,3 +443,24 @@ def test_a_real_script_with_a_timer_hits_the_fingerprint(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     notes = [line[5:] for line in run.stdout.splitlines() if line.startswith("NOTE ")]
     assert notes[0].startswith("miss") and notes[1].startswith("hit: fingerprint"), notes
+
+
+OVERRIDE = """
+import torch
+from torch import nn
+
+PAD = "zeros"
+
+class Conv(nn.Conv2d):
+    def _conv_forward(self, x, weight, bias):  # called by torch's Conv2d.forward, not ours
+        return super()._conv_forward(x, weight, bias) * (2.0 if PAD == "zeros" else 1.0)
+"""
+
+
+def test_a_method_torchs_forward_calls_is_walked(monkeypatch):
+    script = _script(monkeypatch, "script_k", OVERRIDE)
+    model, args = script.Conv(2, 2, 3), (torch.randn(1, 2, 5, 5),)
+    before = fingerprint(model, args, {}, None, {})
+    assert before is not None
+    script.PAD = "reflect"
+    assert fingerprint(model, args, {}, None, {}) != before

@@ -149,6 +149,8 @@ class _Reader:
             # a builtin or a library's function: named by where it lives, with the user's
             # function it may wrap (a decorator of torch's without functools.wraps)
             self.out.append(f"{module or '?'}.{getattr(fn, '__qualname__', repr(fn))}")
+            if isinstance(code, types.CodeType):  # torch's Conv2d.forward calls _conv_forward
+                self.reach(_reads(code)[2])
             inner = [getattr(fn, "__wrapped__", None)]
             for cell in getattr(fn, "__closure__", None) or ():
                 with contextlib.suppress(ValueError):
@@ -157,11 +159,10 @@ class _Reader:
                 if isinstance(f, (types.FunctionType, type)) and not _fixed(f.__module__):
                     self.out.append(self.value(f, strict=False))
             return
-        key = ("fn", id(fn))
-        if key in self.seen:
+        if fn in self.seen:  # held, so that its id is not another's
             self.out.append(f"fn {fn.__qualname__}")
             return
-        self.seen.add(key)
+        self.seen.add(fn)
         _code(code, self.out)
         self.out.append(self.value(fn.__defaults__, strict=False))
         self.out.append(self.value(fn.__kwdefaults__, strict=False))
@@ -215,7 +216,11 @@ class _Reader:
                     self.out.append(f"{attr}={self.value(value, strict=False)}")
             else:
                 self.whole.setdefault(name, f"{where} imports it")
-        for name in names:  # the methods of the model's classes this code may call
+        self.reach(names)
+
+    def reach(self, names) -> None:
+        """Walk the methods of the model's classes that code naming ``names`` may call."""
+        for name in names:
             if name not in self.reached:
                 self.reached.add(name)
                 for fn in self.waiting.pop(name, ()):
@@ -227,9 +232,12 @@ class _Reader:
         called = (lambda name: _dunder(name) and name not in _NOT_CALLED) if built else (
             lambda name: _dunder(name) and (name not in _NOT_CALLED or name in _BUILDING))
         for klass in cls.__mro__:
-            if klass in self.seen or _fixed(klass.__module__) or klass is object:
-                continue  # torch's own classes are fixed by torch's version, in the key
+            if klass in self.seen or klass is object:
+                continue
             self.seen.add(klass)
+            if _fixed(klass.__module__):  # torch's own: fixed by torch's version, in the key;
+                self.library_class(klass, called)  # only the names its methods call count
+                continue
             self.out.append(f"class {klass.__module__}.{klass.__qualname__}")
             for name, member in sorted(vars(klass).items(), key=lambda kv: kv[0]):
                 if isinstance(member, property):
@@ -254,6 +262,17 @@ class _Reader:
                         self.function(fn)
                     else:
                         self.waiting.setdefault(name, []).append(fn)
+
+    def library_class(self, klass: type, called) -> None:
+        """A torch class the model's classes derive from: the methods of theirs that its
+        methods call (``_conv_forward`` from ``Conv2d.forward``) are reached."""
+        for name, member in vars(klass).items():
+            fn = getattr(member, "__func__", member)
+            if isinstance(fn, types.FunctionType):
+                if called(name) or name in self.reached:
+                    self.reach(_reads(fn.__code__)[2])
+                else:
+                    self.waiting.setdefault(name, []).append(fn)
 
     def value(self, v: Any, strict: bool = True, depth: int = 0) -> str:
         """A stable text for a value; `_Unreadable` when ``strict`` and unknown, else an object
