@@ -123,7 +123,7 @@ FAULTS = [
     Fault("cache-fingerprint-globals-unseen", "code that calls globals() is fingerprinted by what it names alone",
           ["test/python/test_cache_fingerprint_guards.py::test_code_that_reads_globals_it_does_not_name_guards_the_whole_file"],
           "python/lowerkit/ingress/fingerprint.py",
-          '                    self.dynamic.append(f"{where} calls {name}()")',
+          '                    self.whole.setdefault(namespace.get("__name__"), f"{where} calls {name}()")',
           "                    pass"),
     Fault("cache-fingerprint-no-inputs", "the fingerprint leaves out the call's tensor specs",
           ["test/python/test_cache_fingerprint.py::test_anything_that_changes_results_is_traced_again"],

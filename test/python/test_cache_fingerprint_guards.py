@@ -392,7 +392,7 @@ def test_an_import_in_forward_reads_that_module(monkeypatch):
     helpers = _script(monkeypatch, "helpers_j", HELPERS)
     model = _script(monkeypatch, "script_j", IMPORTING).Importing()
     before = _fp(model)
-    assert before is not None and "reads whole: helpers_j" in before.note, before.note
+    assert before is not None and "reads whole files: helpers_j" in before.note, before.note
     helpers.LIMIT = 0.25
     assert _fp(model) != before
     helpers.LIMIT = 0.5
@@ -464,3 +464,18 @@ def test_a_method_torchs_forward_calls_is_walked(monkeypatch):
     assert before is not None
     script.PAD = "reflect"
     assert fingerprint(model, args, {}, None, {}) != before
+
+
+def test_code_that_reads_frames_guards_every_file_it_met(monkeypatch):
+    source = DYNAMIC.replace("import torch", "import sys\nimport torch").replace(
+        'globals()["GAIN"]', 'sys._getframe(0).f_globals["GAIN"]')
+    helpers = _script(monkeypatch, "helpers_l", HELPERS)
+    script = _script(monkeypatch, "script_l", source.replace(
+        "return self.lin(x)", "return helpers_l.Clamp.apply(self.lin(x))").replace(
+        "import sys", "import sys\nimport helpers_l"))
+    model = script.Dynamic()
+    before = _fp(model)
+    assert before is not None and "guards whole files" in before.note, before.note
+    assert "sys._getframe" in before.note
+    helpers.NOISE = "changed"  # read by nothing that forward names; the frames may reach it
+    assert _fp(model) != before

@@ -52,11 +52,11 @@ class _Unreadable(Exception):
     """Something the fingerprint cannot vouch for: trace instead."""
 
 
-# Builtins through which code reads globals it does not name: its analysis cannot see them.
+# Builtins through which code reads globals of its file it does not name: all its file counts.
 _DYNAMIC = {"globals", "eval", "exec", "vars", "locals", "__import__"}
-# Module attributes that reach other frames' globals.
+# Module attributes that reach other frames' globals: every file met counts.
 _FRAME_READERS = {("sys", "_getframe"), ("inspect", "currentframe"), ("inspect", "stack"),
-                  ("inspect", "getouterframes"), ("sys", "modules")}
+                  ("inspect", "getouterframes")}
 # Packages fixed by their version (torch's is in the key, the rest hold no model state): their
 # functions, classes and module attributes are named, not read.
 _FIXED = {"torch", "functorch", "numpy", "typing", "builtins", "typing_extensions"}
@@ -136,8 +136,8 @@ class _Reader:
         self.out = out
         self.seen: set = set()
         self.modules: set = set()  # the modules whose globals the walked code reads
-        self.dynamic: list = []    # why the whole files are read: what the walk cannot see
-        self.whole: dict = {}      # modules read whole (imported in a function, handed on)
+        self.dynamic: list = []    # why every file met is read: what the walk cannot see
+        self.whole: dict = {}      # modules read whole (globals(), imported in a function, ...)
         self.reached: set = {"forward"}
         self.waiting: dict = {}    # a method's name -> its functions, walked once it is reached
 
@@ -182,13 +182,15 @@ class _Reader:
             if value is _ABSENT:
                 value = getattr(builtins, name, _ABSENT)
                 if name in _DYNAMIC and value is not _ABSENT:
-                    self.dynamic.append(f"{where} calls {name}()")
+                    self.whole.setdefault(namespace.get("__name__"), f"{where} calls {name}()")
             self.out.append(f"global {name}")
             for attr in chain:  # mod.sub.attr: read the attribute, not the whole module
                 if not isinstance(value, types.ModuleType):
                     break
                 if (value.__name__.partition(".")[0], attr) in _FRAME_READERS:
                     self.dynamic.append(f"{where} reads {value.__name__}.{attr}")
+                elif (value.__name__, attr) == ("sys", "modules"):  # sys.modules[__name__]
+                    self.whole.setdefault(namespace.get("__name__"), f"{where} reads sys.modules")
                 if _fixed(value.__name__):
                     break
                 value = getattr(value, attr, _ABSENT)
@@ -356,9 +358,10 @@ class _Reader:
         return "module " + ";".join(parts)
 
     def whole_files(self) -> None:
-        """Every function and plain value at the top of each module read whole (imported in
-        a function, handed on whole), and when the walk cannot see every read (``globals()``,
-        ``eval``), of each file it met: the fingerprint as it was before issue 73."""
+        """Every function and plain value at the top of each module read whole (its code
+        calls ``globals()`` or ``eval``, imports it in a function, hands it on whole), and of
+        each file it met when the code reads other frames (``sys._getframe``): the
+        fingerprint as it was before issue 73."""
         names = set(self.whole) | (self.modules if self.dynamic else set())
         for module_name in sorted(m for m in names if m and not _fixed(m)):
             namespace = getattr(sys.modules.get(module_name), "__dict__", {})
@@ -455,5 +458,6 @@ def fingerprint(fn: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
     if reader.dynamic:
         digest.note = "guards whole files, as before issue 73: " + _few(reader.dynamic)
     elif reader.whole:
-        digest.note = "reads whole: " + _few(f"{m} ({why})" for m, why in reader.whole.items())
+        digest.note = "reads whole files: " + _few(f"{m} ({why})"
+                                                   for m, why in reader.whole.items())
     return digest
