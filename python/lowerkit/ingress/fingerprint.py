@@ -216,7 +216,7 @@ class _Reader:
                     if isinstance(value, types.ModuleType) and not _fixed(value.__name__):
                         self.whole.setdefault(value.__name__, f"{where} imports it")
                     self.out.append(f"{attr}={self.value(value, strict=False)}")
-            else:
+            elif module is not None:  # one not there is in the fingerprint as absent
                 self.whole.setdefault(name, f"{where} imports it")
         self.reach(names)
 
