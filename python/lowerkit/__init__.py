@@ -55,6 +55,7 @@ _EXPORTS = {
     "profile": "tools.profile", "Profile": "tools.profile",
     "TuningDatabase": "tuning", "TuningError": "tuning",
     "CoverageReport": "tools.check", "check_program": "tools.check",
+    "bisect": "tools.bisect", "BisectReport": "tools.bisect",
     "run_items": "tools.executor", "Item": "tools.executor", "Outcome": "tools.executor",
     "Job": "tools.executor", "InProcessExecutor": "tools.executor",
     "RayExecutor": "tools.executor",
@@ -110,5 +111,6 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .stages.stage import FunctionStage, PassPipelineStage, PythonPassStage, Stage, StageRecord
     from .stages.transform import TransformStage
     from .target import Target
+    from .tools.bisect import BisectReport, bisect
     from .tools.check import CoverageReport, check_program
     from .tools.executor import InProcessExecutor, Item, Job, Outcome, RayExecutor, run_items

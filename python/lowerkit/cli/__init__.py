@@ -26,6 +26,7 @@ COMMANDS = {
     "profile": "Where a compiled model's call goes: each dispatch's time inside the call, slowest first.",
     "tune": "Measure which form each convolution of MODEL (a zoo name or FILE.py:FACTORY) runs fastest in on this CPU; store it.",
     "fuzz": "Differential fuzzing: random small torch programs through lowerkit against eager.",
+    "bisect": "Name the stage, op and source line (or iree-compile flag) after which a compiled answer differs.",
 }
 
 
