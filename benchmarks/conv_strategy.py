@@ -38,7 +38,7 @@ from lowerkit import tuning
 from lowerkit.ingress import decompositions
 from lowerkit.runtime.numerics import compare
 from lowerkit.tools.bench import BenchResult, measure, run_metadata, warm_up
-from lowerkit.zoo import ZOO, get, real_shapes
+from lowerkit.zoo import ZOO, get, real_models, real_shapes
 
 MODELS = ("resnet18,resnet_small,simple_cnn,unet_small,mobilenet_v2_small,tcn,resnet50,"
           "dw_separable,whisper_encoder_1500")
@@ -74,6 +74,8 @@ def _compiling(form: str):
 def bench_model(name: str, rounds: int, forms: tuple[str, ...]) -> dict:
     if name in ZOO:
         model, args, kwargs = get(name).make()
+    elif name in real_models.REAL_MODELS:  # torchvision and timm at published sizes
+        model, args, kwargs = real_models.REAL_MODELS[name].make()
     else:  # a real-shape program (`lowerkit bench real`)
         (model, args), kwargs = getattr(real_shapes, name)(), {}
     calls, errors, seconds, dispatches, rungs = {}, {}, {}, {}, {}

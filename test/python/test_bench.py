@@ -116,3 +116,59 @@ def test_a_change_anywhere_in_the_checkout_marks_a_run_dirty(tmp_path):
     (tmp_path / "top.py").write_text("x = 2\n")
     assert checkout_dirty(str(deep)) is True
     assert checkout_dirty(str(tmp_path.parent)) is None  # not a checkout
+
+
+def test_peers_iree_defaults_and_error_against_eager():
+    """``--peers``' IREE-defaults contender compiles lowerkit's import with every convolution
+    whole and IREE's matmul tile; each contender's answer is checked against eager's."""
+    model, args, kwargs = get("simple_cnn").make()
+    r = bench.bench_model("simple_cnn", model, args, kwargs,
+                          contenders=("eager", "lowerkit", "iree-defaults"), rounds=5)
+    assert not r.errors, r.errors
+    assert set(r.timings) == {"eager", "lowerkit", "iree-defaults"}
+    assert r.compile_cold["iree-defaults"] > 0
+    assert set(r.error_vs_eager) == {"lowerkit", "iree-defaults"}
+    assert all(0 <= e < 1e-5 for e in r.error_vs_eager.values()), r.error_vs_eager
+    assert json.loads(json.dumps(r.to_json()))["error_vs_eager"] == r.error_vs_eager
+
+
+def test_a_wrong_answer_is_an_error_of_the_contender():
+    import torch
+
+    r = bench.BenchResult("m")
+    bench._error_vs_eager(r, "lowerkit", torch.ones(3) * 1.01, torch.ones(3))
+    assert r.error_vs_eager["lowerkit"] > 9e-3 and "mismatch" in r.errors["lowerkit"]
+    bench._error_vs_eager(r, "openvino", (torch.ones(3),), torch.ones(3))  # one output, a list
+    assert r.error_vs_eager["openvino"] == 0 and "openvino" not in r.errors
+
+
+def test_openvino_contender_matches_eager():
+    import pytest
+
+    if not bench.openvino_available():
+        pytest.skip("OpenVINO is not installed (pip install -e '.[bench]')")
+    model, args, kwargs = get("mlp").make()
+    r = bench.bench_model("mlp", model, args, kwargs, contenders=("eager", "openvino"), rounds=5)
+    assert not r.errors, r.errors
+    assert r.error_vs_eager["openvino"] < 1e-5 and r.timings["openvino"].median > 0
+
+
+def test_real_models_are_at_published_sizes():
+    """The real-size entries build at the sizes their papers evaluate (`lowerkit.zoo.real_models`),
+    with BatchNorm statistics from a batch (not fading to the classifier's bias), or say which
+    library is missing."""
+    import pytest
+    import torch
+    from lowerkit.zoo.real_models import PUBLISHED_INPUT, REAL_MODELS, available
+
+    found, missing = available()
+    assert {m.name for m in found} | set(missing) == set(REAL_MODELS) == set(PUBLISHED_INPUT)
+    assert PUBLISHED_INPUT["inception_v3"] == (1, 3, 299, 299)
+    assert PUBLISHED_INPUT["r3d_18"] == (1, 3, 16, 112, 112)
+    if "mobilenet_v3_small" in missing:
+        pytest.skip(missing["mobilenet_v3_small"])
+    model, args, _ = REAL_MODELS["mobilenet_v3_small"].make()  # the cheapest of them
+    assert tuple(args[0].shape) == PUBLISHED_INPUT["mobilenet_v3_small"] and not model.training
+    with torch.inference_mode():
+        logits = model(*args)
+    assert logits.std() > 0.05 * logits.abs().max()  # not one value for every class

@@ -9,7 +9,9 @@ import math
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="zoo model name(s) (comma-separated), FILE.py:FACTORY, 'zoo', "
-                                 "or 'real' (issue 22's real-shape set, lowerkit.zoo.real_shapes)")
+                                 "'real' (issue 22's real-shape set, lowerkit.zoo.real_shapes), "
+                                 "or 'real-models' (torchvision and timm at published sizes, "
+                                 "lowerkit.zoo.real_models; a comma-separated list of them too)")
     p.add_argument("--target", default="cpu", help="lowerkit's target (default: cpu)")
     p.add_argument("--slow", action="store_true", help="with 'zoo': include models tagged slow")
     p.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default: 15)")
@@ -20,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--settle-ms", type=float, default=None,
                    help="idle before each timed sample, so that no contender pays for the "
                         "threads of the one before it (default: 30)")
+    p.add_argument("--peers", action="store_true",
+                   help="also time OpenVINO (where installed: the `bench` extra) and lowerkit's "
+                        "import compiled with IREE's defaults (`bench.PEERS`)")
     p.add_argument("--torch-threads", type=int, default=None,
                    help="torch.set_num_threads for eager and torch.compile (default: torch's)")
 
@@ -35,7 +40,8 @@ def _command(args: argparse.Namespace, settle_s: float) -> str:
     if args.torch_threads:
         words += ["--torch-threads", str(args.torch_threads)]
     words += [flag for flag, on in (("--slow", args.slow), ("--no-gemm", args.no_gemm),
-                                    ("--no-torch-compile", args.no_torch_compile)) if on]
+                                    ("--no-torch-compile", args.no_torch_compile),
+                                    ("--peers", getattr(args, "peers", False))) if on]
     return shlex.join(words + (["--json", args.json] if args.json else []))
 
 
@@ -48,6 +54,12 @@ def _ratio(x: float) -> str:
         return "-"
     colour = "green" if x >= 1.0 else "red"
     return f"[{colour}]{x:.2f}×"
+
+
+def _real_models() -> dict:
+    from lowerkit.zoo.real_models import REAL_MODELS
+
+    return REAL_MODELS
 
 
 def main(args: argparse.Namespace) -> int:
@@ -63,12 +75,26 @@ def main(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.torch_threads)
     contenders = tuple(c for c in bench.CONTENDERS
                        if not (args.no_torch_compile and c == "torch.compile"))
+    if getattr(args, "peers", False):
+        contenders += tuple(c for c in bench.PEERS
+                            if c != "openvino" or bench.openvino_available())
+        if not bench.openvino_available():
+            console.print("[yellow]OpenVINO left out: not installed (pip install -e '.[bench]')")
     if args.model == "zoo":
         cases = [(n, ZOO[n].make) for n in bench.zoo_models(include_slow=args.slow)]
     elif args.model == "real":
         from lowerkit.zoo.real_shapes import available
 
         found, missing = available()
+        cases = [(m.name, m.make) for m in found]
+        for name, why in missing.items():
+            console.print(f"[yellow]{name} left out: {why}")
+    elif args.model == "real-models" or all(
+            n in _real_models() for n in args.model.split(",")):
+        from lowerkit.zoo.real_models import available
+
+        found, missing = available(None if args.model == "real-models"
+                                   else args.model.split(","))
         cases = [(m.name, m.make) for m in found]
         for name, why in missing.items():
             console.print(f"[yellow]{name} left out: {why}")
@@ -87,9 +113,16 @@ def main(args: argparse.Namespace) -> int:
     with console.status("loading the compilers and runtimes"):
         bench.warm_up(args.target, contenders)
     results = []
+    failed_factories: dict[str, str] = {}
     for name, make in cases:
         with console.status(f"bench {name}: compiling and timing {', '.join(contenders)}"):
-            model, margs, mkwargs = make()
+            try:
+                model, margs, mkwargs = make()
+            except Exception as e:  # noqa: BLE001 - one model's library failing ends no run
+                console.print(f"[red]{name}: its factory failed, left out: "
+                              f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                failed_factories[name] = f"{type(e).__name__}: {e}"[:300]
+                continue
             results.append(bench.bench_model(name, model, margs, mkwargs, target=args.target,
                                              contenders=contenders, rounds=args.rounds,
                                              settle_s=settle))
@@ -123,9 +156,11 @@ def main(args: argparse.Namespace) -> int:
                         f"{os.cpu_count()} cores, load average {load:.1f}, "
                         f"{settle * 1e3:.0f} ms settle before each sample "
                         "(median per call, ± interquartile spread)")
+    peers = [c for c in contenders if c in bench.PEERS]
     for col in ("model", "eager ms", "torch.compile ms", "lowerkit ms", "× eager",
-                "× torch.compile", "lowerkit compile s cold/cached",
-                "inductor compile s cold/cached", "peak MiB added e/tc/lk"):
+                "× torch.compile", *[f"{p} ms" for p in peers], *[f"× {p}" for p in peers],
+                "lowerkit compile s cold/cached", "inductor compile s cold/cached",
+                "peak MiB added e/tc/lk"):
         table.add_column(col, justify="left" if col == "model" else "right")
 
     def row(r):
@@ -143,8 +178,9 @@ def main(args: argparse.Namespace) -> int:
                        for c in bench.CONTENDERS)
         table.add_row(r.model, t("eager"), t("torch.compile"), t("lowerkit"),
                       _ratio(r.speedup("lowerkit", "eager")),
-                      _ratio(r.speedup("lowerkit", "torch.compile")), cc("lowerkit"),
-                      cc("torch.compile"), mem)
+                      _ratio(r.speedup("lowerkit", "torch.compile")),
+                      *[t(p) for p in peers], *[_ratio(r.speedup("lowerkit", p)) for p in peers],
+                      cc("lowerkit"), cc("torch.compile"), mem)
 
     for r in results:
         row(r)
@@ -152,8 +188,10 @@ def main(args: argparse.Namespace) -> int:
         g_e = bench.geomean([r.speedup("lowerkit", "eager") for r in results])
         g_c = bench.geomean([r.speedup("lowerkit", "torch.compile") for r in results])
         table.add_section()
+        g_p = [_ratio(bench.geomean([r.speedup("lowerkit", p) for r in results]))
+               for p in peers]
         table.add_row(f"geomean ({len(results)} models)", "", "", "", _ratio(g_e), _ratio(g_c),
-                      "", "", "")
+                      *[""] * len(peers), *g_p, "", "", "")
     if gemm is not None:
         table.add_section()
         row(gemm)
@@ -163,19 +201,23 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"GEMM {args.gemm_size}³ GFLOP/s: " + ", ".join(parts) +
                       f"; a 2048³ torch.mm on every core {reference:.1f} GFLOP/s (a reference, "
                       "not the machine's peak)")
-    slower = [r.model for r in results if r.speedup("lowerkit", "eager") < 1.0]
-    if slower:
-        console.print(f"[yellow]slower than eager: {', '.join(slower)}")
+    for base in ("eager", *[p for p in peers if p == "iree-defaults"]):
+        slower = [r.model for r in results if r.speedup("lowerkit", base) < 1.0]
+        if slower:
+            console.print(f"[yellow]slower than {base}: {', '.join(slower)}")
     if args.json:
         out = {"meta": meta, "target": args.target, "threads": torch.get_num_threads(),
                "load_average": load, "settle_s": settle,
-               "models": [r.to_json() for r in results],
+               "models": [r.to_json() for r in results], "failed_factories": failed_factories,
                "gemm": gemm.to_json() if gemm else None, "torch_mm_gflops": reference}
         if len(results) > 1:
             out["geomean_vs_eager"] = bench.geomean([r.speedup("lowerkit", "eager") for r in results])
             out["geomean_vs_torch_compile"] = bench.geomean(
                 [r.speedup("lowerkit", "torch.compile") for r in results])
+            for p in peers:
+                out[f"geomean_vs_{p.replace('-', '_')}"] = bench.geomean(
+                    [r.speedup("lowerkit", p) for r in results])
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
         console.print(f"wrote {args.json}")
-    return 0 if not any(r.errors for r in results) else 1
+    return 0 if not (failed_factories or any(r.errors for r in results)) else 1

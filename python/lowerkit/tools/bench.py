@@ -39,6 +39,12 @@ from ..target import CPU_SPEED_FLAGS
 from ..zoo import models
 
 CONTENDERS = ("eager", "torch.compile", "lowerkit")
+# Contenders a run may add (`lowerkit bench --peers`): OpenVINO, the best CPU peer on Intel
+# hosts (the `bench` extra; never a runtime dependency), and lowerkit's own import compiled
+# with IREE's defaults for a CPU and none of lowerkit's per-shape rules: every convolution
+# whole to IREE (its im2col or its depthwise kernel) and IREE's own matmul tile. A rule of
+# lowerkit's that loses to "iree-defaults" on some host is a rule to fix (issue 71).
+PEERS = ("openvino", "iree-defaults")
 
 
 # -- where a stored result comes from ----------------------------------------------------------
@@ -184,6 +190,8 @@ class BenchResult:
     compile_cached: dict[str, float] = field(default_factory=dict)
     peak_memory_mb: dict[str, float] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    # each contender's largest error against eager, as a fraction of the output's scale
+    error_vs_eager: dict[str, float] = field(default_factory=dict)
     flops: float | None = None   # per call, when known (the GEMM line)
     settle_s: float = 0.0        # idle before each sample
 
@@ -208,6 +216,7 @@ class BenchResult:
             "peak_memory_mb": self.peak_memory_mb,
             "settle_s": self.settle_s,
             "errors": self.errors,
+            "error_vs_eager": self.error_vs_eager,
             "gflops": {k: self.flops / t.median / 1e9 for k, t in self.timings.items()}
             if self.flops else None,
         }
@@ -287,6 +296,66 @@ def _compile_inductor(model, args, kwargs, result: "BenchResult"):
     return compiled
 
 
+def _compile_iree_defaults(model, args, kwargs, target: str, result: "BenchResult"):
+    """lowerkit's import with IREE's defaults for the rules lowerkit chooses per shape (see
+    PEERS); no compile cache, so the cold time is a real compile."""
+    from .. import tuning
+
+    start = time.perf_counter()
+    with tuning.forced_matmul_tile(tuning.IREE_DEFAULT):
+        art = api.compile(model, args, kwargs, target=target, convolutions=tuning.IM2COL,
+                          cache=False)
+    result.compile_cold["iree-defaults"] = time.perf_counter() - start
+    for _ in range(3):
+        art(*args, **kwargs)
+    return art
+
+
+def openvino_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("openvino") is not None
+
+
+def _compile_openvino(model, args, kwargs, result: "BenchResult"):
+    """``openvino.convert_model`` then ``compile_model("CPU")`` at f32 on torch's thread
+    count, as a user who wants OpenVINO's speed without its lower precisions would."""
+    import openvino as ov
+
+    if kwargs:
+        raise TypeError("the OpenVINO contender takes positional tensor inputs only")
+    start = time.perf_counter()
+    converted = ov.convert_model(model, example_input=args)
+    compiled = ov.Core().compile_model(converted, "CPU", {
+        "INFERENCE_PRECISION_HINT": "f32",
+        "INFERENCE_NUM_THREADS": torch.get_num_threads(),
+        "PERFORMANCE_HINT": "LATENCY"})
+    request = compiled.create_infer_request()
+    inputs = [a.numpy() for a in args]
+    request.infer(inputs)
+    result.compile_cold["openvino"] = time.perf_counter() - start
+
+    def call():
+        request.infer(inputs)
+        outs = [torch.from_numpy(request.get_output_tensor(i).data.copy())
+                for i in range(len(compiled.outputs))]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+    return call
+
+
+def _error_vs_eager(result: "BenchResult", name: str, out: Any, expected: Any) -> None:
+    from ..runtime.numerics import compare
+
+    if isinstance(out, (tuple, list)) and not isinstance(expected, (tuple, list)):
+        out = out[0]
+    if isinstance(expected, (tuple, list)) and isinstance(out, (tuple, list)):
+        out = type(expected)(out)
+    check = compare(out, expected)
+    result.error_vs_eager[name] = check.max_rel_error
+    if not check.ok:
+        result.errors[name] = check.message[:300]
+
+
 def prepare(model, args, kwargs, target: str, result: "BenchResult",
             contenders: tuple[str, ...] = CONTENDERS) -> dict[str, Callable[[], Any]]:
     """Compile every contender (timing cold and cached compiles, and the memory each adds);
@@ -318,6 +387,26 @@ def prepare(model, args, kwargs, target: str, result: "BenchResult",
             calls["lowerkit"] = lambda: art(*args, **kwargs)
         except Exception as e:  # noqa: BLE001
             result.errors["lowerkit"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"[:300]
+    if "iree-defaults" in contenders:
+        try:
+            plain = _compile_iree_defaults(model, args, kwargs, target, result)
+            calls["iree-defaults"] = lambda: plain(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001
+            result.errors["iree-defaults"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"[:300]
+    if "openvino" in contenders:
+        try:
+            with _PeakMemory(result, "openvino"):
+                calls["openvino"] = _compile_openvino(model, args, kwargs, result)
+        except Exception as e:  # noqa: BLE001
+            result.errors["openvino"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"[:300]
+    if "eager" in calls:
+        expected = calls["eager"]()
+        for name, fn in calls.items():
+            if name != "eager":
+                try:
+                    _error_vs_eager(result, name, fn(), expected)
+                except Exception as e:  # noqa: BLE001 - an output eager's structure lacks
+                    result.errors[name] = f"output not comparable with eager's: {e}"[:300]
     return calls
 
 
