@@ -245,6 +245,14 @@ def _first_op(fn, args, kwargs, answer: Callable, expected: Callable,
         report.module = f"{path}: {kind}" if path else kind
 
 
+def _against(cmp: Any, report: BisectReport) -> str:
+    """`compare`'s message, which says eager, naming the reference it was given instead."""
+    if report.reference == "eager PyTorch":
+        return cmp.message
+    return cmp.message.replace("against eager", "against the reference").replace(
+        "matches eager", "matches the reference")
+
+
 # -- the entry point ----------------------------------------------------------------------------
 
 def bisect(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: str = "cpu",
@@ -280,7 +288,7 @@ def bisect(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: 
         report = BisectReport(False, "the same compile without the flags " + " ".join(flags))
         final = compare(answer(fn, args, kwargs, extra=flags), expected)
         report.probes.append(Probe("flags", " ".join(flags), final.max_rel_error, final.ok))
-        report.rel_error, report.message = final.max_rel_error, final.message
+        report.rel_error, report.message = final.max_rel_error, _against(final, report)
         if final.ok:
             return report
         report.diverged, report.stage = True, "iree-compile"
@@ -317,7 +325,7 @@ def bisect(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: 
     stages, got = _linalg_stages(fn, args, kwargs, target=target, pipeline=pipe, flags=base)
     final = compare(got, expected)
     report.probes.append(Probe("stage", pipe.stage_names[-1], final.max_rel_error, final.ok))
-    report.rel_error, report.message = final.max_rel_error, final.message
+    report.rel_error, report.message = final.max_rel_error, _against(final, report)
     if final.ok:
         return report
     report.diverged = True
