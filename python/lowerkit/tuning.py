@@ -86,7 +86,13 @@ _OFF = {"0", "off", "false", "no", "none"}
 # The LeNet-sized CNN (3.2 MFLOP of convolution) lost 0.69-0.77x: too little work to pay for
 # the layout changes.
 AUTO_MIN_FLOPS = 10e6
-# Those hosts all had AVX-512. On an AMD Zen 3 (AVX2, no AVX-512) the same choice lost badly:
+# Every one of those nets had square kernels. A dense net with 1x7 and 7x1 ones (Inception-v3
+# at 299 px) ran 3.0x slower data-tiled than by the rule on a Zen 4 (2332 against 772 ms, eager
+# 1061, the host loaded: benchmarks/conv_strategy.py), and 0.25x eager on an AMX Xeon where
+# lowerkit had chosen data tiling (issue 71's figures). Alone, a 7x1 192->192 convolution at
+# 17x17 ran 5.9x slower data-tiled and a 1x7 one 1.8x, where a square 3x3 at the same size ran
+# level, on the same Zen 4 (ad hoc, interleaved). So a net with a non-square kernel keeps the
+# rule. Those hosts all had AVX-512. On an AMD Zen 3 (AVX2, no AVX-512) the same choice lost badly:
 # ResNet-50 ran 6.5x slower data-tiled than by the rule (conv-strategy-zen3.json). So lowerkit
 # chooses data tiling by itself only for a CPU with 512-bit vectors (`data_tiling_pays`); a
 # caller's ``convolutions="data-tiled"`` and a measured `lowerkit tune` entry still apply.
@@ -102,6 +108,7 @@ class ConvWork:
     transposed: bool     # any transposed one
     shapes: tuple = ()   # every 2-D one's (input, weight, stride, padding, dilation, groups)
     not_f32: bool = False  # any not in float32 (every measurement behind the choice was)
+    asymmetric: bool = False  # any dense one whose kernel is not square (1x7, 7x1, 3x1)
 
     @property
     def key(self) -> str:
@@ -367,7 +374,8 @@ def choose_convolutions(work: ConvWork) -> None:
         return
     if any(key.startswith("conv2d ") for key in choices):
         return  # this CPU's 2-D convolutions were measured per shape: those choices hold
-    if work.grouped or work.transposed or work.dense_flops < AUTO_MIN_FLOPS:
+    if (work.grouped or work.transposed or work.asymmetric
+            or work.dense_flops < AUTO_MIN_FLOPS):
         return
     if work.not_f32 or not data_tiling_pays(_active.target):
         return

@@ -421,10 +421,11 @@ class DenseNet(torch.nn.Module):
     """Two dense 3x3 convolutions with 37.7 and 75.5 MFLOP of work, or (``depthwise``) a
     depthwise one after the first."""
 
-    def __init__(self, depthwise: bool = False):
+    def __init__(self, depthwise: bool = False, asymmetric: bool = False):
         super().__init__()
         self.first = torch.nn.Conv2d(16, 32, 3, padding=1)
         self.second = (torch.nn.Conv2d(32, 32, 3, padding=1, groups=32) if depthwise
+                       else torch.nn.Conv2d(32, 32, (1, 7), padding=(0, 3)) if asymmetric
                        else torch.nn.Conv2d(32, 32, 3, padding=1))
 
     def forward(self, x):
@@ -437,7 +438,8 @@ ZEN4 = "cpu:znver4"
 def test_without_a_choice_lowerkit_data_tiles_a_dense_convolution_net_only(tmp_path):
     """`tuning.choose_convolutions`: where nobody chose, a CPU-only compile for an AVX-512 CPU
     of a net whose 2-D convolutions are dense and carry `AUTO_MIN_FLOPS` sends them whole for
-    data tiling; a net with a depthwise one, a net with too little work, a CPU without AVX-512,
+    data tiling; a net with a depthwise one or a non-square kernel, a net with too little work,
+    a CPU without AVX-512,
     another target, a caller's ``rule`` and the tuner's forced forms keep the rule. Imports
     only, for named CPUs: the same on every host."""
     torch.manual_seed(0)
@@ -456,6 +458,7 @@ def test_without_a_choice_lowerkit_data_tiles_a_dense_convolution_net_only(tmp_p
     assert not whole(dense, big, "cpu:x86-64-v3")  # AVX2: 6.5x slower on ResNet-50 (Zen 3)
     assert not whole(dense, small)  # 5.3 MFLOP: below AUTO_MIN_FLOPS
     assert not whole(mixed, big)
+    assert not whole(DenseNet(asymmetric=True).eval(), big)  # 1x7: Inception-v3 3.0x slower
     assert not whole(DenseNet().to(torch.bfloat16), big.to(torch.bfloat16))  # measured in f32
     assert not whole(dense, big, "vulkan")
     assert not whole(dense, big, "cpu:znver4+vulkan")  # an AVX-512 CPU, and a GPU beside it

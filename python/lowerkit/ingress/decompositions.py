@@ -495,8 +495,10 @@ _CONV_TARGETS = ("aten.conv2d.default", "aten.conv2d.padding", *_GENERAL_CONV_TA
 def conv_work(graph: torch.fx.Graph) -> "tuning.ConvWork":
     """What a program's 2-D convolutions ask of the CPU, read from its exported graph before
     anything is decomposed (`tuning.choose_convolutions`): the multiply-adds of its dense ones
-    with a kernel larger than 1x1, and whether any is grouped (depthwise)."""
+    with a kernel larger than 1x1, whether any is grouped (depthwise), and whether any dense
+    one's kernel is not square."""
     dense_flops, grouped, transposed, shapes, not_f32 = 0.0, False, False, [], False
+    asymmetric = False
     for node in graph.nodes:
         if node.op != "call_function" or not (str(node.target) in _CONV_TARGETS
                                               or node.target is torch.conv2d):
@@ -518,7 +520,9 @@ def conv_work(graph: torch.fx.Graph) -> "tuning.ConvWork":
             grouped = True
         elif w.shape[2] * w.shape[3] > 1 and _static(out) and _static(w):
             dense_flops += 2.0 * out.numel() * math.prod(w.shape[1:])
-    return tuning.ConvWork(dense_flops, grouped, transposed, tuple(shapes), not_f32)
+            asymmetric = asymmetric or w.shape[2] != w.shape[3]
+    return tuning.ConvWork(dense_flops, grouped, transposed, tuple(shapes), not_f32,
+                           asymmetric)
 
 
 def _value(node: Any) -> Any:
