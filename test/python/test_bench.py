@@ -172,3 +172,18 @@ def test_real_models_are_at_published_sizes():
     with torch.inference_mode():
         logits = model(*args)
     assert logits.std() > 0.05 * logits.abs().max()  # not one value for every class
+
+
+def test_a_deep_nets_f32_answer_as_close_to_float64_as_eagers_is_no_error():
+    """Past the f32 tolerance against eager, the float64 answer decides: no error where the
+    contender is as close to it as eager is, an error where it is further."""
+    import torch
+
+    exact = torch.tensor([1.0, 2.0, 3.0])
+    eager = exact + torch.tensor([3e-5, 0.0, 0.0])
+    r = bench.BenchResult("m")
+    bench._error_vs_eager(r, "close", exact - torch.tensor([3e-5, 0.0, 0.0]), eager, lambda: exact)
+    assert r.error_vs_eager["close"] > 1e-5 and "close" not in r.errors
+    assert abs(r.error_vs_float64["eager"] - r.error_vs_float64["close"]) < 1e-7
+    bench._error_vs_eager(r, "far", exact - torch.tensor([3e-4, 0.0, 0.0]), eager, lambda: exact)
+    assert "mismatch" in r.errors["far"]
