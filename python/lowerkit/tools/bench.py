@@ -329,7 +329,10 @@ def _compile_openvino(model, args, kwargs, result: "BenchResult"):
     if kwargs:
         raise TypeError("the OpenVINO contender takes positional tensor inputs only")
     start = time.perf_counter()
-    converted = ov.convert_model(model, example_input=args)
+    try:
+        converted = ov.convert_model(model, example_input=args)
+    except Exception:  # noqa: BLE001 - TorchScript's trace fails on some (torchvision's ViT)
+        converted = ov.convert_model(torch.export.export(model, tuple(args)))
     compiled = ov.Core().compile_model(converted, "CPU", {
         "INFERENCE_PRECISION_HINT": "f32",
         "INFERENCE_NUM_THREADS": torch.get_num_threads(),
