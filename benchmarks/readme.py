@@ -197,6 +197,36 @@ def render_real_shapes(data: dict, path: str) -> str:
     return f"{body}\n\n{goals}\n\n{prov}"
 
 
+def render_real_models(data: dict, path: str) -> str:
+    """`lowerkit bench real-models --peers`: issue 71's real models at published sizes, each
+    contender's ms a call, lowerkit's ratio to each, and its error against eager."""
+    names = ("eager", "torch.compile", "openvino", "iree-defaults", "lowerkit")
+    peers = [c for c in names[:-1] if any(c in m["median_ms"] for m in data["models"])]
+    lines = ["| model | " + " | ".join(f"{c} ms" for c in (*peers, "lowerkit")) + " | "
+             + " | ".join(f"× {c}" for c in peers) + " | lowerkit's error / scale |",
+             "| --- |" + " ---: |" * (2 * len(peers) + 2)]
+    ratios: dict[str, list[float]] = {c: [] for c in peers}
+    for r in data["models"]:
+        m = r["median_ms"]
+        cells = [_num(m.get(c)) for c in (*peers, "lowerkit")]
+        for c in peers:
+            ratios[c].append(m[c] / m["lowerkit"] if m.get(c) and m.get("lowerkit") else math.nan)
+        failed = "; ".join(f"{k}: failed" for k in r.get("errors") or {})
+        err = (r.get("error_vs_eager") or {}).get("lowerkit")
+        lines.append(f"| {r['model']}{' (' + failed + ')' if failed else ''} | "
+                     + " | ".join(cells) + " | "
+                     + " | ".join(_ratio(ratios[c][-1]) for c in peers)
+                     + f" | {'-' if err is None else f'{err:.1e}'} |")
+    lines.append(f"| **geomean, {len(data['models'])} models** |" + " |" * (len(peers) + 1)
+                 + " | ".join(f" **{_ratio(geomean(ratios[c]))}**" for c in peers) + " | |")
+    lost = {c: [r["model"] for r, x in zip(data["models"], ratios[c]) if x < 1.0]
+            for c in ("eager", "iree-defaults") if c in ratios}
+    said = "; ".join(f"slower than {c}: {', '.join(v) if v else 'none'}" for c, v in lost.items())
+    for name, why in (data.get("failed_factories") or {}).items():
+        said += f"; {name} not built ({why.splitlines()[0]})"
+    return "\n".join(lines) + f"\n\n{said}.\n\n" + provenance(path, data["meta"])
+
+
 def render_zoo_summary(two: dict, one: dict, paths: tuple[str, str]) -> str:
     lines = ["| zoo models, batch 1 | models | geomean × eager | geomean × torch.compile "
              "| slower than eager |", "| --- | ---: | ---: | ---: | --- |"]
@@ -1163,6 +1193,11 @@ BLOCKS: dict[str, Block] = {
          " --json benchmarks/results/real-shapes-HOST.json",),
         render_headline, torch_threads=2),
     "zoo-summary": Block((ZOO_2, ZOO_1), (), render_zoo_summary, whole_zoo=True),
+    "real-models-zen4": Block(
+        ("real-models-zen4.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real-models --peers --rounds 7"
+         " --torch-threads 2 --json benchmarks/results/real-models-zen4.json",),
+        render_real_models, torch_threads=2),
     "zoo-2threads": Block(
         (ZOO_2,),
         (f".venv/bin/lowerkit bench zoo --torch-threads 2 --json benchmarks/results/{ZOO_2}",),

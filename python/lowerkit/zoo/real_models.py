@@ -48,11 +48,9 @@ def _torchvision(name: str, **kwargs):
 
 
 def _timm(name: str):
-    from .ecosystem import import_torchvision
+    from .ecosystem import _timm as import_timm  # timm imports torchvision: patched first
 
-    import_torchvision()  # timm imports torchvision: patched first
-    import timm
-
+    timm = import_timm()
     torch.manual_seed(0)
     return _calibrated(timm.create_model(name, pretrained=False), _image(name)), (_image(name),)
 
