@@ -634,3 +634,26 @@ def test_a_convolution_net_over_dynamic_sizes_compiles_and_matches_eager():
     for shape in ((2, 3, 20, 24), (3, 3, 17, 9)):
         x = torch.randn(*shape)
         assert compare(art(x), model(x)).ok
+
+
+def test_a_net_with_a_non_square_kernel_keeps_the_rule_on_avx512(tmp_path):
+    """The default tier's check of `choose_convolutions`' non-square rule (the import-level test
+    above is in the slow tier): `conv_work` marks a 1x7 kernel, and lowerkit then leaves a net
+    that would otherwise be data-tiled on an AVX-512 CPU to the rule (Inception-v3 ran 3.0x
+    slower data-tiled on a Zen 4)."""
+    from lowerkit.ingress.decompositions import conv_work
+
+    def work_of(kernel):
+        conv = torch.nn.Conv2d(32, 32, kernel, padding=tuple(k // 2 for k in kernel))
+        return conv_work(torch.export.export(conv.eval(), (torch.randn(1, 32, 64, 64),)).graph)
+
+    square, wide = work_of((3, 3)), work_of((1, 7))
+    assert not square.asymmetric and wide.asymmetric
+    assert square.dense_flops >= tuning.AUTO_MIN_FLOPS and wide.dense_flops >= tuning.AUTO_MIN_FLOPS
+
+    def chosen(work):
+        with tuning.applied(ZEN4, TuningDatabase(tmp_path / "none.json")):
+            tuning.choose_convolutions(work)
+            return tuning.dense_convolutions_whole()
+
+    assert chosen(square) and not chosen(wide)
