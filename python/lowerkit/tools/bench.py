@@ -425,25 +425,27 @@ def prepare(model, args, kwargs, target: str, result: "BenchResult",
             calls["torch.compile"] = inductor
         except Exception as e:  # noqa: BLE001 - a contender that cannot run is reported
             result.errors["torch.compile"] = f"{type(e).__name__}: {e}"[:300]
-    if "lowerkit" in contenders:
-        try:
-            with _PeakMemory(result, "lowerkit"):
-                art = _compile_lowerkit(model, args, kwargs, target, result)
-            calls["lowerkit"] = lambda: art(*args, **kwargs)
-        except Exception as e:  # noqa: BLE001
-            result.errors["lowerkit"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"[:300]
-    if "iree-defaults" in contenders:
-        try:
-            plain = _compile_iree_defaults(model, args, kwargs, target, result)
-            calls["iree-defaults"] = lambda: plain(*args, **kwargs)
-        except Exception as e:  # noqa: BLE001
-            result.errors["iree-defaults"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"[:300]
-    if "openvino" in contenders:
-        try:
-            with _PeakMemory(result, "openvino"):
-                calls["openvino"] = _compile_openvino(model, args, kwargs, result)
-        except Exception as e:  # noqa: BLE001
-            result.errors["openvino"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"[:300]
+    def lowerkit():
+        with _PeakMemory(result, "lowerkit"):
+            art = _compile_lowerkit(model, args, kwargs, target, result)
+        return lambda: art(*args, **kwargs)
+
+    def iree_defaults():
+        plain = _compile_iree_defaults(model, args, kwargs, target, result)
+        return lambda: plain(*args, **kwargs)
+
+    def openvino():
+        with _PeakMemory(result, "openvino"):
+            return _compile_openvino(model, args, kwargs, result)
+
+    for name, make in (("lowerkit", lowerkit), ("iree-defaults", iree_defaults),
+                       ("openvino", openvino)):
+        if name in contenders:
+            try:
+                calls[name] = make()
+            except Exception as e:  # noqa: BLE001 - a contender that cannot run is reported
+                first = str(e).splitlines()
+                result.errors[name] = f"{type(e).__name__}: {first[0] if first else ''}"[:300]
     if "eager" in calls:
         expected = calls["eager"]()
         float64 = _float64_answer(model, args, kwargs)
