@@ -106,6 +106,33 @@ def _empty_invoke(n_in: int, n_out: int, calls: int, rounds: int) -> float:
     return _measure({"invoke": _parts(art, xs)["invoke"]}, rounds, calls)["invoke"]
 
 
+def measure_programs(names: list[str], rounds: int = 15, calls: int = 2000) -> list[dict]:
+    """Each zoo program of ``names``: µs a call of eager, of lowerkit and of each part of
+    lowerkit's call, its empty invoke and its floor (the rows of the table and of the stored
+    run; the benchmark suite's `CallFloor` reads them too)."""
+    import torch
+
+    import lowerkit
+    from lowerkit.zoo import ZOO
+
+    rows = []
+    empties: dict[tuple[int, int], float] = {}
+    for name in names:
+        model, args, kwargs = ZOO[name].make()
+        art = lowerkit.compile(model, args, kwargs, target="cpu")
+        parts = _parts(art, args)
+        with torch.inference_mode():
+            parts = {"eager": lambda: model(*args), **parts}
+            times = _measure(parts, rounds, calls)
+        n_in, n_out = len(args) + len(art.state), len(parts["read out"]())
+        if (n_in, n_out) not in empties:
+            empties[n_in, n_out] = _empty_invoke(n_in, n_out, calls, rounds)
+        floor = times["wrap in"] + times["read out"] + empties[n_in, n_out]
+        rows.append({"model": name, "inputs": n_in, "outputs": n_out, **times,
+                     "empty invoke": empties[n_in, n_out], "floor": floor})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="?", default=",".join(SINGLE_OP))
@@ -122,36 +149,21 @@ def main(argv: list[str] | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    import lowerkit
     from lowerkit.tools.bench import run_metadata
-    from lowerkit.zoo import ZOO
 
     torch.set_num_threads(opts.threads)
     meta = run_metadata()  # after set_num_threads: it records the torch threads
-    rows = []
     table = Table(title=f"µs a call (medians of {opts.rounds} rounds of {opts.calls} calls; "
                         f"{opts.threads} torch threads; load {os.getloadavg()[0]:.1f})")
     for column in ("model", "in/out", "eager", "lowerkit", "wrap in", "invoke", "read out",
                    "empty invoke", "floor", "eager - floor"):
         table.add_column(column, justify="left" if column == "model" else "right")
-    empties: dict[tuple[int, int], float] = {}
-    for name in opts.models.split(","):
-        model, args, kwargs = ZOO[name].make()
-        art = lowerkit.compile(model, args, kwargs, target="cpu")
-        parts = _parts(art, args)
-        with torch.inference_mode():
-            parts = {"eager": lambda: model(*args), **parts}
-            times = _measure(parts, opts.rounds, opts.calls)
-        n_in, n_out = len(args) + len(art.state), len(parts["read out"]())
-        if (n_in, n_out) not in empties:
-            empties[n_in, n_out] = _empty_invoke(n_in, n_out, opts.calls, opts.rounds)
-        floor = times["wrap in"] + times["read out"] + empties[n_in, n_out]
-        rows.append({"model": name, "inputs": n_in, "outputs": n_out, **times,
-                     "empty invoke": empties[n_in, n_out], "floor": floor})
-        table.add_row(name, f"{n_in}/{n_out}", *(f"{times[k]:.1f}" for k in
+    rows = measure_programs(opts.models.split(","), opts.rounds, opts.calls)
+    for r in rows:
+        table.add_row(r["model"], f"{r['inputs']}/{r['outputs']}", *(f"{r[k]:.1f}" for k in
                       ("eager", "lowerkit", "wrap in", "invoke", "read out")),
-                      f"{empties[n_in, n_out]:.1f}", f"{floor:.1f}",
-                      f"{times['eager'] - floor:+.1f}")
+                      f"{r['empty invoke']:.1f}", f"{r['floor']:.1f}",
+                      f"{r['eager'] - r['floor']:+.1f}")
     Console(width=max(Console().width, 150)).print(table)
     if opts.json:
         with open(opts.json, "w") as f:
