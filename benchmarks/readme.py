@@ -8,8 +8,11 @@ The pages are README.md and every ``docs/**/*.md``. Every table of figures in th
 ``<!-- results:NAME -->`` and ``<!-- /results -->`` and is rendered here from the JSON files
 that the benchmark scripts write (``lowerkit bench --json``, ``benchmarks/compile_time.py --json``,
 ``benchmarks/call_floor.py --json``), each with its provenance (``lowerkit.tools.bench.run_metadata``:
-commit, CPU model and flags, thread counts, date, command). Each block appears on exactly one
-page. A block whose files are not stored yet renders as a placeholder that names the command
+commit, CPU model and flags, thread counts, date, command), and from the benchmark suite's
+history (``benchmarks/run_suite.py``: asv's results in ``benchmarks/results/asv/``, a folder per
+host kind, their provenance in ``benchmarks/results/asv-provenance/``; `load_suite`), which
+gives the performance page's suite table and the README's headline. Each block appears on
+exactly one page. A block whose files are not stored yet renders as a placeholder that names the command
 producing them. A stored run taken with other iree-compile flags for the cpu target than
 lowerkit's current ``CPU_SPEED_FLAGS`` is refused: it does not describe what ``lowerkit.compile``
 does now. ``test/python/test_readme_figures.py`` fails when a page and this rendering disagree.
@@ -52,6 +55,7 @@ class Block:
     render: Callable[..., str]
     torch_threads: int | None = None  # what the files' runs must have used, when it matters
     whole_zoo: bool = False           # the files must time every model `bench zoo` times
+    reads_suite: bool = False         # render also gets the suite's history (`load_suite`)
 
 
 # -- formatting ---------------------------------------------------------------------------------
@@ -1162,22 +1166,207 @@ def host_name(meta: dict) -> str:
     return model
 
 
-def render_headline(*args) -> str:
-    """The README's one table: per host, its newest stored run of the real-shape set."""
+def machine_name(cpu: dict) -> str:
+    """A host kind as the benchmark suite's asv machine name (``amd-epyc-zen-4-2cores``): the
+    CPU as the pages name it (`host_name`) and the cores a run could use."""
+    cores = cpu.get("cores_usable") or cpu.get("cores")
+    slug = re.sub(r"[^a-z0-9]+", "-", host_name({"cpu": cpu}).lower()).strip("-")
+    return f"{slug}-{cores}cores"
+
+
+# -- the benchmark suite (benchmarks/suite/, asv; benchmarks/run_suite.py) -------------------------
+SUITE_COMMAND = ".venv/bin/python benchmarks/run_suite.py"
+SUITE_GEOMEAN = "geomean"
+# the suite's sets: asv's class, what the pages call it, the benchmark giving "× eager"
+SUITE_SETS = {
+    "real_shapes.RealShapes": "real-shape set",
+    "real_models.RealModels": "real-size zoo",
+    "zoo.Zoo": "zoo",
+    "call_floor.CallFloor": "call floor",
+}
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """One asv results file of the suite: a host kind (asv's machine), a commit, the run's
+    provenance (``benchmarks/results/asv-provenance/MACHINE/COMMIT.json``) and each
+    benchmark's value per program."""
+
+    machine: str
+    commit: str
+    meta: dict
+    path: str                                  # the asv file, from the repository's root
+    values: dict[str, dict[str, float | None]]
+
+    @property
+    def quick(self) -> bool:
+        return bool(self.meta.get("quick"))
+
+    def has(self, cls: str) -> bool:
+        return any(k.startswith(cls + ".") for k in self.values)
+
+    def get(self, cls: str, track: str) -> dict[str, float | None]:
+        return self.values.get(f"{cls}.{track}", {})
+
+
+def _asv_values(data: dict) -> dict[str, dict[str, float | None]]:
+    """An asv results file's values: per benchmark, per program (its one parameter)."""
+    import ast
+    import itertools
+
+    out = {}
+    for name, row in data["results"].items():
+        cols = dict(zip(data["result_columns"], row))
+        params = cols.get("params") or []
+        result = cols.get("result")
+        combos = list(itertools.product(*params)) if params else [()]
+        result = result if isinstance(result, list) else [result]
+        out[name] = {(ast.literal_eval(c[0]) if c else ""): (v if isinstance(v, (int, float))
+                                                              else None)
+                     for c, v in zip(combos, result)}
+    return out
+
+
+def load_suite(results: Path = RESULTS) -> list[SuiteRun]:
+    """Every run of the suite stored under ``results/asv`` (asv's results: a folder per
+    machine), each with its provenance; oldest first."""
+    runs = []
+    base = results / "asv"
+    if not base.is_dir():
+        return runs
+    for machine in sorted(d for d in base.iterdir() if (d / "machine.json").is_file()):
+        for f in sorted(machine.glob("*.json")):
+            if f.name == "machine.json":
+                continue
+            data = json.loads(f.read_text())
+            prov = results / "asv-provenance" / machine.name / f"{data['commit_hash']}.json"
+            if not prov.is_file():
+                raise ResultError(f"{f}: no provenance ({prov}): run the suite with "
+                                  f"`{SUITE_COMMAND}`, which stores it")
+            meta = json.loads(prov.read_text())
+            if meta.get("commit") != data["commit_hash"] or not meta.get("cpu", {}).get("model"):
+                raise ResultError(f"{prov}: not the provenance of {f} (commit, CPU)")
+            try:
+                rel = str(f.relative_to(ROOT))
+            except ValueError:
+                rel = f"benchmarks/results/asv/{machine.name}/{f.name}"
+            runs.append(SuiteRun(machine.name, data["commit_hash"], meta, rel, _asv_values(data)))
+    return sorted(runs, key=lambda r: r.meta.get("date", ""))
+
+
+def _check_suite_run(run: SuiteRun, torch_threads: int = 2) -> SuiteRun:
+    """A suite run that backs a figure of the current code (`load_result`'s rules)."""
+    from lowerkit.target import CPU_SPEED_FLAGS
+
+    if run.meta.get("iree_cpu_flags") != list(CPU_SPEED_FLAGS):
+        raise ResultError(f"{run.path}: taken with the cpu flags {run.meta.get('iree_cpu_flags')},"
+                          f" lowerkit now uses {list(CPU_SPEED_FLAGS)}: run the suite again")
+    used = run.meta.get("threads", {}).get("torch")
+    if used != torch_threads:
+        raise ResultError(f"{run.path}: taken with {used} torch threads, the suite's tables are "
+                          f"for {torch_threads}")
+    return run
+
+
+def newest_suite_runs(suite: list[SuiteRun], cls: str, quick: bool = False) -> dict[str, SuiteRun]:
+    """Per machine, its newest run of the set ``cls`` (quick runs only when ``quick``)."""
+    newest: dict[str, SuiteRun] = {}
+    for run in suite:  # oldest first
+        if run.has(cls) and (quick or not run.quick):
+            newest[run.machine] = run
+    return newest
+
+
+def _speed(time_over: float | None) -> float:
+    """A suite ratio of times (lowerkit's over another's: lower is better, as asv reads every
+    value) as the pages' speed ratio ("2.00× eager")."""
+    return 1.0 / time_over if time_over else math.nan
+
+
+def _programs(values: dict[str, float | None]) -> list[str]:
+    return [p for p in values if p != SUITE_GEOMEAN]
+
+
+def _suite_cell(run: SuiteRun) -> str:
+    source = run.meta.get("imported_from")
+    return (f"`{run.machine}`, commit `{run.commit[:10]}`, {run.meta.get('date', '?')[:10]}"
+            + (f" (stored as `{Path(source).name}`)" if source else "")
+            + (" (quick)" if run.quick else ""))
+
+
+def render_suite(*_files, suite: list[SuiteRun]) -> str:
+    """The performance page's table of the suite: per host kind and set, its newest run (a quick
+    run where the host has no other): programs, geomeans against eager and torch.compile, and
+    lowerkit's own geomean time; then each run's provenance."""
+    if not suite:
+        return ("_Not measured yet: no run of the suite in `benchmarks/results/asv/`. On a quiet "
+                "machine:_\n\n```bash\n" + SUITE_COMMAND + "\n" + REGENERATE + "\n```")
+    lines = ["| host | set | programs | geomean × eager | geomean × torch.compile "
+             "| lowerkit, geomean | run |",
+             "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    used: dict[str, SuiteRun] = {}
+    machines = sorted({r.machine for r in suite})
+    for machine in machines:
+        for cls, label in SUITE_SETS.items():
+            run = (newest_suite_runs(suite, cls).get(machine)
+                   or newest_suite_runs(suite, cls, quick=True).get(machine))
+            if run is None:
+                continue
+            _check_suite_run(run)
+            used[run.path] = run
+            if cls == "call_floor.CallFloor":
+                eager, lk = run.get(cls, "track_eager_us"), run.get(cls, "track_lowerkit_us")
+                floor = run.get(cls, "track_floor_us").get(SUITE_GEOMEAN)
+                ge, gc = ((eager.get(SUITE_GEOMEAN) or math.nan) / (lk.get(SUITE_GEOMEAN) or
+                                                                    math.nan), None)
+                own = f"{_num(lk.get(SUITE_GEOMEAN))} µs a call (floor {_num(floor)} µs)"
+                count = len(_programs(lk))
+            else:
+                ge = _speed(run.get(cls, "track_time_over_eager").get(SUITE_GEOMEAN))
+                gc = _speed(run.get(cls, "track_time_over_torch_compile").get(SUITE_GEOMEAN))
+                own = f"{_num(run.get(cls, 'track_lowerkit_ms').get(SUITE_GEOMEAN))} ms a call"
+                count = len(_programs(run.get(cls, "track_time_over_eager")))
+            lines.append(f"| {host_name(run.meta)} | {label} | {count} | {_ratio(ge)} "
+                         f"| {_ratio(gc)} | {own} | {_suite_cell(run)} |")
+    return "\n".join(lines) + "\n\n" + "\n\n".join(
+        provenance(r.path, r.meta) for r in sorted(used.values(), key=lambda r: r.path))
+
+
+def render_headline(*args, suite: list[SuiteRun] | None = None) -> str:
+    """The README's one table: per host, its newest run of the real-shape set: from the
+    benchmark suite's history (`load_suite`), or a stored file of the block for a host the suite
+    has no newer run of."""
     *runs, paths = args
-    lines = ["| host | AVX-512 | real-shape programs | geomean × eager | geomean × torch.compile "
-             "| slower than eager | stored run |",
-             "| --- | --- | ---: | ---: | ---: | --- | --- |"]
+    rows: dict[str, tuple[str, str]] = {}  # machine -> (date, row)
     for data, path in zip(runs, paths):
         meta = data["meta"]
         ge, gc = _zoo_geomeans(data)
         slower = _slower(data)
-        avx512 = "yes" if any(f.startswith("avx512") for f in meta["cpu"].get("flags") or []) else "no"
-        lines.append(f"| {host_name(meta)} | {avx512} | {len(data['models'])} | {_ratio(ge)} "
-                     f"| {_ratio(gc)} | {', '.join(slower) if slower else 'none'} "
-                     f"| `{Path(path).name}`, commit `{meta['commit'][:10]}`, "
-                     f"{meta.get('date', '?')[:10]} |")
-    return "\n".join(lines)
+        rows[machine_name(meta["cpu"])] = (meta.get("date", ""), _headline_row(
+            meta, len(data["models"]), ge, gc, slower,
+            f"`{Path(path).name}`, commit `{meta['commit'][:10]}`, {meta.get('date', '?')[:10]}"))
+    cls = "real_shapes.RealShapes"
+    for machine, run in newest_suite_runs(suite or [], cls).items():
+        if machine in rows and rows[machine][0] > run.meta.get("date", ""):
+            continue
+        _check_suite_run(run)
+        over_eager = run.get(cls, "track_time_over_eager")
+        slower = [p for p in _programs(over_eager)
+                  if over_eager[p] is not None and over_eager[p] > 1.0]
+        rows[machine] = (run.meta.get("date", ""), _headline_row(
+            run.meta, len(_programs(over_eager)), _speed(over_eager.get(SUITE_GEOMEAN)),
+            _speed(run.get(cls, "track_time_over_torch_compile").get(SUITE_GEOMEAN)), slower,
+            "suite: " + _suite_cell(run)))
+    lines = ["| host | AVX-512 | real-shape programs | geomean × eager | geomean × torch.compile "
+             "| slower than eager | stored run |",
+             "| --- | --- | ---: | ---: | ---: | --- | --- |"]
+    return "\n".join(lines + [row for _, row in rows.values()])
+
+
+def _headline_row(meta: dict, count: int, ge, gc, slower: list[str], run: str) -> str:
+    avx512 = "yes" if any(f.startswith("avx512") for f in meta["cpu"].get("flags") or []) else "no"
+    return (f"| {host_name(meta)} | {avx512} | {count} | {_ratio(ge)} | {_ratio(gc)} "
+            f"| {', '.join(slower) if slower else 'none'} | {run} |")
 
 
 ZOO_2 = "zoo-cpu-2threads.json"
@@ -1191,7 +1380,9 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real --target cpu"
          " --rounds 15 --settle-ms 30 --gemm-size 1024 --torch-threads 2"
          " --json benchmarks/results/real-shapes-HOST.json",),
-        render_headline, torch_threads=2),
+        render_headline, torch_threads=2, reads_suite=True),
+    # The suite's newest run per host kind and set (benchmarks/suite/, benchmarks/run_suite.py).
+    "suite": Block((), (SUITE_COMMAND,), render_suite, reads_suite=True),
     "zoo-summary": Block((ZOO_2, ZOO_1), (), render_zoo_summary, whole_zoo=True),
     "real-models-zen4": Block(
         ("real-models-zen4.json",),
@@ -1916,10 +2107,11 @@ def render_block(name: str, results: Path = RESULTS) -> str:
             if block.whole_zoo:
                 _check_whole_zoo(results / f, d)
         paths = tuple(f"benchmarks/results/{f}" for f in block.files)
+        extra = {"suite": load_suite(results)} if block.reads_suite else {}
         if len(data) == 1:
-            body = block.render(data[0], paths[0])
+            body = block.render(data[0], paths[0], **extra)
         else:
-            body = block.render(*data, paths)
+            body = block.render(*data, paths, **extra)
     return f"\n\n{body}\n\n"
 
 
