@@ -238,6 +238,9 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
             return _with_convolutions_whole(e, load, target, pipe, instruments, iree_flags,
                                             device, phases, len(per_tap), tuned)
         art.tuned = dict(tuned)  # before the cache stores it: a cache hit says it too
+        configured = (art.compile_stats or {}).get("tuned_dispatches")
+        if configured:
+            art.tuned[tuning.DISPATCH] = f"{configured} dispatch(es) with lowerkit tune's configs"
         if every_whole:
             art.compile_stats = {**(art.compile_stats or {}), "convolutions": EVERY_WHOLE}
         return art
@@ -414,6 +417,7 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     serialise = time.perf_counter() - start
     result = compiler.compile_to_vmfb(
         bytecode, target, list(iree_flags), last_rung=last_rung,
+        dispatch_configs=tuning.dispatch_configs(target) if "llvm-cpu" in target.backend else None,
         **(dump.iree_options() if dump is not None else {"phases": iree_phases}))
     records.append(StageRecord(compiler.STAGE, Build.IREE, serialise + result.seconds, Counter()))
     if dump is not None:

@@ -172,6 +172,16 @@ def cpu_key(target: Any = "cpu") -> str | None:
     return f"iree {version('iree-base-compiler')} {cpu.get('cpu', '?')} {features}"
 
 
+# A dispatch's lowering config (`lowerkit.iree.dispatch_configs`), keyed "dispatch FINGERPRINT"
+DISPATCH = "dispatch"
+_LOWERING_CONFIG = "#iree_cpu.lowering_config<"
+
+
+def dispatch_op(op: str) -> bool:
+    """Whether ``op`` keys one dispatch's lowering config."""
+    return op.startswith(f"{DISPATCH} ")
+
+
 def program_op(op: str) -> bool:
     """Whether ``op`` keys one program's convolution strategy (`ConvWork.key`)."""
     return op == CONVOLUTIONS or op.startswith(f"{CONVOLUTIONS} ")
@@ -183,10 +193,15 @@ def valid_choice(op: str, choice: Any) -> bool:
                                           and int(choice) > 0)
     if program_op(op):
         return choice in CONVOLUTION_STRATEGIES
+    if dispatch_op(op):  # IREE_DEFAULT: searched, IREE's own kept
+        return choice == IREE_DEFAULT or (isinstance(choice, str)
+                                          and choice.startswith(_LOWERING_CONFIG))
     return choice in CHOICES
 
 
 def _choices_text(op: str) -> str:
+    if dispatch_op(op):
+        return f"{IREE_DEFAULT!r} or an {_LOWERING_CONFIG}...>"
     if program_op(op):
         return str(CONVOLUTION_STRATEGIES)
     return f"{IREE_DEFAULT!r} or a byte count" if op == MATMUL_TILE else str(CHOICES)
@@ -283,6 +298,7 @@ class _Active(threading.local):
     forced_tile: str | None = None  # a matmul tile choice in place of the stored one
     forced_convolutions: str | None = None  # a convolution strategy in place of the stored one
     forced_why: str | None = None  # why it was forced when no caller asked (`why_convolutions`)
+    forced_dispatches: dict | None = None  # lowering configs in place of the stored ones
     asked: list | None = None
     used: dict[str, str] | None = None
     per_tap: list | None = None
@@ -398,6 +414,27 @@ def weighing() -> Iterator[list]:
         yield weighed
 
 
+def dispatch_configs(target: Any, database: "TuningDatabase | None" = None) -> dict[str, str]:
+    """The lowering configs `lowerkit tune` stored for ``target``'s CPU, by dispatch
+    fingerprint (or those `forced_dispatch_configs` gives): what iree-compile gives those
+    dispatches in place of its own (`iree.compiler.compile_to_vmfb`)."""
+    if _active.forced_dispatches is not None:
+        return dict(_active.forced_dispatches)
+    db = database if database is not None else open_database()
+    if db is None or not db.entries:
+        return {}
+    return {op.split(" ", 1)[1]: choice for op, choice in db.choices(cpu_key(target)).items()
+            if dispatch_op(op) and choice != IREE_DEFAULT}
+
+
+@contextlib.contextmanager
+def forced_dispatch_configs(configs: dict[str, str]) -> Iterator[None]:
+    """Compiles inside give these dispatches these lowering configs, and no stored ones
+    (the tuner's candidates; ``{}``: IREE's own everywhere)."""
+    with _set(forced_dispatches=dict(configs)):
+        yield
+
+
 def data_tiling_pays(target: Any) -> bool:
     """Whether the CPU ``target`` compiles for has 512-bit vectors (AVX-512), as iree-compile
     resolves it (the host's for a target without a CPU): the CPUs where lowerkit's own
@@ -424,8 +461,11 @@ def digest(target: Any, database: "TuningDatabase | None" = None) -> str:
     """`TuningDatabase.digest` of the default database for ``target`` ("" when there is none),
     or the form `forced` makes every convolution take."""
     if (_active.forced is not None or _active.forced_tile is not None
-            or _active.forced_convolutions is not None):
-        return f"forced {_active.forced} {_active.forced_tile} {_active.forced_convolutions}"
+            or _active.forced_convolutions is not None or _active.forced_dispatches is not None):
+        configs = hashlib.sha256(json.dumps(sorted((_active.forced_dispatches or {}).items()))
+                                 .encode()).hexdigest()[:12]
+        return (f"forced {_active.forced} {_active.forced_tile} {_active.forced_convolutions} "
+                f"{configs if _active.forced_dispatches is not None else None}")
     db = database if database is not None else open_database()
     if db is None or not db.entries:
         return ""

@@ -202,7 +202,8 @@ def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, capsys):
     factory.write_text(f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
                        "from test_tuning import two_convs\n")
     path = tmp_path / "tuning.json"
-    assert cli(["tune", f"{factory}:two_convs", "--database", str(path), "--rounds", "3"]) == 0
+    assert cli(["tune", f"{factory}:two_convs", "--database", str(path), "--rounds", "3",
+                "--no-dispatches"]) == 0  # test_dispatch_tuning.py searches dispatches
     assert "2 convolution shape(s)" in capsys.readouterr().out
     stored = json.loads(path.read_text())["entries"][tuning.cpu_key("cpu")]
     program = next(k for k in stored if k.startswith(f"{tuning.CONVOLUTIONS} "))
@@ -222,7 +223,7 @@ def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, capsys):
         assert entry["dispatches"][TAPS] != entry["dispatches"][IM2COL], entry
         assert max(entry["error_over_scale"].values()) <= 1e-4
     # stored shapes are not measured again (a compile reading them: the tests above)
-    again = lowerkit.tune(*two_convs(), database=path, rounds=3)
+    again = lowerkit.tune(*two_convs(), database=path, rounds=3, dispatches=False)
     assert again.measured == [] and again.matmul_tile is None and again.convolutions is None
     assert again.known == {**{k: e["choice"] for k, e in stored.items()},
                            tuning.MATMUL_TILE: tile["choice"], program: strategy["choice"]}

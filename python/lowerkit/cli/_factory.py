@@ -88,11 +88,16 @@ def load_case(spec: str) -> ModelCase:
 
 
 def model_case(spec: str) -> ModelCase:
-    """A zoo or real-shape model by name, or ``FILE.py:FACTORY``, as a `ModelCase`."""
-    from lowerkit.zoo import ZOO
+    """A zoo, real-shape or real model by name, or ``FILE.py:FACTORY``, as a `ModelCase`."""
+    from lowerkit.zoo import ZOO, real_models
     from lowerkit.zoo.real_shapes import available
 
     real = {m.name: m for m in available()[0]}
+    if spec in real_models.REAL_MODELS and spec not in ZOO and spec not in real:
+        found, missing = real_models.available([spec])
+        if missing:
+            raise LowerkitError(f"{spec}: {missing[spec]}")
+        real[spec] = found[0]
     if spec in ZOO or spec in real:
         made = (ZOO.get(spec) or real[spec]).make()
         if isinstance(made, ModelCase):
@@ -100,6 +105,7 @@ def model_case(spec: str) -> ModelCase:
         fn, args, *rest = made
         return ModelCase(spec, fn, tuple(args), dict(rest[0]) if rest else {})
     if ":" not in spec:
-        raise LowerkitError(f"no zoo or real-shape model named {spec!r} (`lowerkit zoo --list`, "
-                            f"`lowerkit bench real`), and not FILE.py:FACTORY")
+        raise LowerkitError(f"no zoo, real-shape or real model named {spec!r} (`lowerkit zoo "
+                            f"--list`, `lowerkit bench real`, `lowerkit bench real-models`), and "
+                            f"not FILE.py:FACTORY")
     return load_case(spec)

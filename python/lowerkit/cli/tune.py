@@ -1,9 +1,11 @@
-"""``lowerkit tune MODEL``: measure which form each convolution of a model runs
-fastest in on this CPU, and store the choices for later compiles (`lowerkit.tools.tune`)."""
+"""``lowerkit tune MODEL``: measure which form each convolution of a model runs fastest in
+on this CPU, search each dispatch's tile sizes, and store the choices for later compiles
+(`lowerkit.tools.tune`, `lowerkit.tools.dispatch_search`)."""
 
 from __future__ import annotations
 
 import argparse
+import re
 
 from ._console import console as console_
 
@@ -26,30 +28,88 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-convolutions", action="store_true",
                    help="leave out the strategy for the model's dense 2-D convolutions (the "
                         "rule or data-tiled), which compiles the whole model once per strategy")
+    p.add_argument("--budget", type=duration, default=600.0, metavar="TIME",
+                   help="time for the whole tune, e.g. 90s, 10m, 1h (default: 10m); the "
+                        "dispatch search gets what the other stages leave")
+    p.add_argument("--no-dispatches", action="store_true",
+                   help="leave out the per-dispatch search of tile sizes")
+    p.add_argument("--executor", choices=("inprocess", "ray"), default="inprocess",
+                   help="where dispatches are measured: this process (default), or one Ray "
+                        "task per dispatch (a cluster's nodes must have this CPU: a result "
+                        "measured on another is not kept)")
     p.add_argument("--no-matmul-tile", action="store_true",
                    help="leave out the matmul tile, which compiles the whole model once per "
                         "candidate; the choice applies to every compile for this CPU")
 
 
+def duration(text: str) -> float:
+    """``--budget``: seconds from ``90``, ``90s``, ``10m`` or ``1h``."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 90s, 10m or 1h")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+class _Progress:
+    """A live view of the search: the stage running, and each dispatch's best so far."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.stage = "starting"
+        self.climbs: dict = {}
+
+    def __rich__(self):
+        from rich.console import Group
+        from rich.spinner import Spinner
+        from rich.table import Table
+
+        table = Table(title="dispatch search: best so far", title_justify="left")
+        for col, just in (("dispatch", "left"), ("IREE ms", "right"), ("best ms", "right"),
+                          ("speed-up", "right"), ("tried", "right"), ("workgroup tile", "left")):
+            table.add_column(col, justify=just)
+        from lowerkit.tools.tune import _tile_change
+
+        for function, c in self.climbs.items():
+            table.add_row(function, f"{c.default_ms:.4g}", f"{c.best_ms:.4g}",
+                          f"{c.speedup:.2f}x" if c.improved else "-", str(c.tried),
+                          _tile_change(c.default, c.best))
+        return Group(Spinner("dots", f"{self.name}: {self.stage}"), table)
+
+
 def main(args: argparse.Namespace) -> int:
+    from rich.live import Live
+
+    from lowerkit.tools.executor.batch import make_executor
     from lowerkit.tools.tune import tune
 
     from ._factory import model_case
 
     console = console_()
     case = model_case(args.model)
-    with console.status(f"tuning {case.name}") as status:
+    view = _Progress(case.name)
+
+    def stage(text: str) -> None:
+        view.stage = text
+
+    def dispatch(function: str, climb) -> None:
+        view.stage = f"searching {function}"
+        view.climbs[function] = climb
+
+    executor = make_executor(args.executor) if args.executor != "inprocess" else None
+    with Live(view, console=console, refresh_per_second=4, transient=True):
         report = tune(case.fn, case.args, case.kwargs, target=args.target,
                       database=args.database, rounds=args.rounds, retune=args.retune,
                       dynamic_shapes=case.dynamic_shapes, matmul_tile=not args.no_matmul_tile,
                       convolutions=not args.no_convolutions,
-                      progress=lambda text: status.update(f"{case.name}: {text}"))
+                      dispatches=not args.no_dispatches, budget_s=args.budget,
+                      executor=executor, progress=stage, on_dispatch=dispatch)
     from lowerkit.tuning import MATMUL_TILE, program_op
 
     found = len(report.measured) + len({k for k in report.known
                                         if k != MATMUL_TILE and not program_op(k)})
-    console.print(report.table(title=f"{case.name}: {found} convolution shape(s) with a choice, "
-                                     f"on {report.cpu}"))
+    if report.measured or found:
+        console.print(report.table(title=f"{case.name}: {found} convolution shape(s) with a choice, "
+                                         f"on {report.cpu}"))
     for m in report.measured:
         console.print(f"{m.shape.key}: {m.why}")
     if report.convolutions is not None:
@@ -58,4 +118,10 @@ def main(args: argparse.Namespace) -> int:
     if report.matmul_tile is not None:
         console.print(f"matmul tile for every compile on this CPU: {report.matmul_tile.choice} "
                       f"({report.matmul_tile.why})")
+    if report.dispatches is not None:
+        d = report.dispatches
+        console.print(d.table(title=f"{case.name}: {len(d.climbs)} dispatch(es) searched in "
+                                    f"{d.seconds:.0f} s on {report.cpu}"))
+        for note in d.notes:
+            console.print(f"[dim]{note}")
     return 0

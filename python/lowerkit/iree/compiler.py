@@ -167,6 +167,7 @@ class CompileResult:
     phases: list[PhaseRecord] = field(default_factory=list)
     executables: list[ExecutableFile] = field(default_factory=list)
     rung: str = "fast"  # the compile ladder's rung that compiled it (`LADDER`)
+    tuned_dispatches: int = 0  # dispatches given a stored lowering config (`lowerkit tune`)
 
     @property
     def dispatch_count(self) -> int:
@@ -195,6 +196,7 @@ def statistics(result: CompileResult) -> dict:
         "binary_bytes": result.binary_bytes,
         "vmfb_bytes": len(result.vmfb),
         "rung": result.rung,
+        **({"tuned_dispatches": result.tuned_dispatches} if result.tuned_dispatches else {}),
     }
 
 
@@ -250,6 +252,7 @@ def compile_to_vmfb(
     phases: bool = False,
     debug_info: bool = False,
     last_rung: int | None = None,
+    dispatch_configs: "dict[str, str] | None" = None,
 ) -> CompileResult:
     """Compile MLIR bytecode (linalg on tensors) for ``target``; raise StageError on failure.
     ``last_rung``: go no further down the ladder than this rung (0: the fast one only).
@@ -262,6 +265,9 @@ def compile_to_vmfb(
     ``phases_dir`` implies ``phases``); ``print_passes_dir`` receives the IR after every pass
     (a tree of files). ``debug_info`` prints the phases with their locations (a dump's
     graphs name layers after them).
+    ``dispatch_configs``: lowering configs by dispatch fingerprint (`lowerkit tune`'s records),
+    given to those dispatches on the fast rung (`_compile_configured`); if iree-compile rejects
+    them, the same rung compiles with IREE's own.
     """
     refuse_miscompiling_flags(extra_flags, target)
     rungs = ladder(target.compile_flags())
@@ -273,6 +279,13 @@ def compile_to_vmfb(
     at = 0
     while at < len(rungs):
         rung, dropped = rungs[at]
+        if at == 0 and first is None and dispatch_configs and "llvm-cpu" in target.backend:
+            result = _compile_configured(bytecode, target, extra_flags, dispatch_configs,
+                                         timeout, phases_dir, executables_dir,
+                                         print_passes_dir, elide, phases, debug_info)
+            if result is not None:
+                result.rung = rung
+                return result
         try:
             result = _compile_once(bytecode, target, (*extra_flags, *RUNG_FLAGS.get(rung, ())),
                                    dropped, phases_dir,
@@ -424,6 +437,58 @@ def _warn_rung(rung: str, error: StageError) -> None:
     warnings.warn(f"iree-compile rejected lowerkit's fast configuration ({error.summary}); "
                   f"compiled with the safer rung '{rung}' (Artifact.compile_rung); the program "
                   f"may run slower. The failure replays with: {error.command}", stacklevel=3)
+
+
+def _compile_configured(bytecode: bytes, target: Target, extra_flags: list[str] | tuple[str, ...],
+                        configs: dict[str, str], timeout: float | None,
+                        *dumps: Any) -> CompileResult | None:
+    """The fast rung with ``configs`` on the dispatches they name: iree-compile stops after
+    choosing each dispatch's configuration, lowerkit rewrites the root ops' lowering configs
+    (`dispatch_configs.rewrite`), and iree-compile resumes. A tuning spec cannot do this for a
+    data-tiled dispatch in IREE 3.13. None when no dispatch has a record, or when iree-compile
+    rejects the rewritten module (a warning says so; the caller compiles without them).
+    ``dumps``: `_compile_once`'s dump arguments, for the second step (IREE's phases before the
+    configurations are not dumped then)."""
+    from . import dispatch_configs as configured
+
+    flags = [*common_flags(target), *target.compile_flags(), *op_config_flags(bytecode, target),
+             *check_flags(bytecode), *extra_flags]
+    with tempfile.TemporaryDirectory(prefix="lowerkit-configs-") as tmp:
+        src, conf = Path(tmp) / "input.mlirbc", Path(tmp) / "configured.mlir"
+        src.write_bytes(bytecode)
+        first = [iree_compile_tool(), str(src), *flags,
+                 "--compile-to=executable-configurations", "-o", str(conf)]
+        try:
+            seconds = _run(first, list(first), bytecode, target, timeout)
+            rewritten, done = configured.rewrite(conf.read_bytes(), configs)
+        except (StageError, configured.ConfigError) as e:
+            _warn_configs(e)
+            return None
+        if not done:
+            return None
+        # the flags the input asked for, once: the configured module may not carry their marks
+        again = {*op_config_flags(rewritten, target), *check_flags(rewritten)}
+        resumed = [*(f for f in (*op_config_flags(bytecode, target), *check_flags(bytecode))
+                     if f not in again), *extra_flags, "--compile-from=executable-configurations"]
+        phases_dir, executables_dir, print_passes_dir, elide, phases, debug_info = dumps
+        try:
+            result = _compile_once(rewritten, target, resumed, (), phases_dir, executables_dir,
+                                   print_passes_dir, elide, timeout, phases, debug_info)
+        except StageError as e:
+            _warn_configs(e)
+            return None
+    result.seconds += seconds
+    result.tuned_dispatches = len(done)
+    return result
+
+
+def _warn_configs(error: Exception) -> None:
+    import warnings
+
+    summary = getattr(error, "summary", None) or str(error)
+    warnings.warn(f"iree-compile rejected the lowering configs lowerkit tune stored for this "
+                  f"CPU ({summary}); compiled with IREE's own (retune with lowerkit tune "
+                  f"--retune)", stacklevel=4)
 
 
 def _compile_once(bytecode: bytes, target: Target, extra_flags: list[str] | tuple[str, ...],

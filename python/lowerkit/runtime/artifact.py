@@ -281,15 +281,18 @@ class Artifact:
         if stats and stats.get("convolutions"):
             lines.append(f"dense 2-D convolutions: {stats['convolutions']}")
         if self.tuned:
-            from ..tuning import CONVOLUTIONS, MATMUL_TILE, program_op
+            from ..tuning import CONVOLUTIONS, DISPATCH, MATMUL_TILE, program_op
 
-            convs = {k: v for k, v in self.tuned.items() if k != MATMUL_TILE and not program_op(k)}
+            convs = {k: v for k, v in self.tuned.items()
+                     if k not in (MATMUL_TILE, DISPATCH) and not program_op(k)}
             parts = [f"{len(convs)} convolution(s), " + ", ".join(
                 f"{n} {c}" for c, n in sorted(Counter(convs.values()).items()))] if convs else []
             parts += [f"this program's convolutions {v}" for k, v in self.tuned.items()
                       if program_op(k) and k != CONVOLUTIONS]
             if MATMUL_TILE in self.tuned:
                 parts.append(f"matmul tile {self.tuned[MATMUL_TILE]} bytes")
+            if DISPATCH in self.tuned:
+                parts.append(self.tuned[DISPATCH])
             lines.append(f"tuned on this CPU (lowerkit tune): {'; '.join(parts)}")
         lines.append(f"compile cache: {self.cache_note}")
         table.caption = "\n".join(lines)

@@ -31,6 +31,8 @@ import torch
 
 from .. import tuning
 from ..tuning import IM2COL, TAPS, ConvShape, TuningDatabase, TuningError
+from .timing import beats
+from .timing import quartiles as _quartiles
 
 ROUNDS = 15
 MARGIN = 0.05
@@ -73,6 +75,7 @@ class TuneReport:
     known: dict[str, str] = field(default_factory=dict)   # shapes already stored, skipped
     matmul_tile: MatmulTileMeasurement | None = None
     convolutions: ConvolutionsMeasurement | None = None
+    dispatches: "DispatchesMeasurement | None" = None
 
     def table(self, title: str | None = None):
         from rich.table import Table
@@ -96,10 +99,6 @@ class TuneReport:
         return table
 
 
-def _quartiles(xs: list[float]) -> tuple[float, float]:
-    """(lower quartile, median) of ``xs``."""
-    q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
-    return q[0], q[1]
 
 
 def decide(taps: list[float], im2col: list[float],
@@ -123,16 +122,6 @@ def decide(taps: list[float], im2col: list[float],
     if beats(im2col, taps, margin):
         return IM2COL, f"im2col faster ({evidence})", ratio, wins
     return IM2COL, f"tie ({evidence}): im2col, per tap only where it pays", ratio, wins
-
-
-def beats(a: list[float], b: list[float], margin: float = MARGIN) -> bool:
-    """Whether ``a`` (ms, one per round) is faster than ``b`` (paired rounds) by ``margin`` at
-    its median and at its lower quartile (the rounds least disturbed by other work: on a
-    shared machine noise only slows a call down), and in more than half of the rounds."""
-    (a_q1, a_med), (b_q1, b_med) = _quartiles(a), _quartiles(b)
-    wins = sum(x < y for x, y in zip(a, b))
-    return (a_med <= (1 - margin) * b_med and a_q1 <= (1 - margin) * b_q1
-            and wins > len(a) / 2)
 
 
 class _OneConvolution(torch.nn.Module):
@@ -401,12 +390,19 @@ def program_of(fn: Callable, args: Any = (), kwargs: dict | None = None,
 def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: Any = "cpu",
          database: "str | Path | TuningDatabase | None" = None, rounds: int = ROUNDS,
          retune: bool = False, dynamic_shapes: Any = None, matmul_tile: bool = True,
-         convolutions: bool = True,
-         progress: Callable[[str], None] | None = None) -> TuneReport:
+         convolutions: bool = True, dispatches: bool = True, budget_s: float = 600.0,
+         executor: Any = None,
+         progress: Callable[[str], None] | None = None,
+         on_dispatch: "Callable[[str, Any], None] | None" = None) -> TuneReport:
     """Measure the per-shape choices of ``fn``'s convolutions on this CPU and store them in
     ``database`` (default: `tuning.default_path`). Shapes already stored for this CPU and IREE
-    are kept unless ``retune``. Later compiles for ``target`` on this CPU read them."""
+    are kept unless ``retune``. Later compiles for ``target`` on this CPU read them.
+    ``dispatches``: then search each dispatch's tile sizes (`dispatch_search`) with what is
+    left of ``budget_s`` seconds, through ``executor`` (default: this process), calling
+    ``on_dispatch(function, climb)`` as the best so far changes."""
     from .bench import cpu_description
+
+    started = time.perf_counter()
 
     cpu = tuning.cpu_key(target)
     if cpu is None:
@@ -452,7 +448,151 @@ def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: An
             "measuring the convolution strategy (a compile per strategy)",
             lambda: measure_convolutions(fn, work.key, args, kwargs, target=target,
                                          rounds=rounds, dynamic_shapes=dynamic_shapes))
+    if dispatches:
+        if progress:
+            progress("profiling the model's dispatches")
+        report.dispatches = measure_dispatches(
+            fn, args, kwargs, db=db, cpu=cpu, target=target,
+            seconds=max(0.0, budget_s - (time.perf_counter() - started)), retune=retune,
+            executor=executor, dynamic_shapes=dynamic_shapes, progress=on_dispatch,
+            whole_rounds=rounds)
+        stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        for key, choice, evidence in report.dispatches.records():
+            db.record(cpu, key, choice, {**evidence, **whole, "date": stamp})
+        db.save()
     return report
+
+
+@dataclass
+class DispatchesMeasurement:
+    """The per-dispatch search of one model: each dispatch's climb, the model compiled with
+    the found configs against IREE's own, and what was kept."""
+
+    climbs: list = field(default_factory=list)       # `dispatch_search.Climb`
+    known: dict[str, str] = field(default_factory=dict)  # stored before, skipped: function -> config
+    notes: list[str] = field(default_factory=list)
+    kept: bool = False
+    why: str = ""
+    ms: dict[str, float] = field(default_factory=dict)  # the whole model: "iree", "tuned"
+    error_over_scale: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def records(self) -> list[tuple[str, str, dict]]:
+        """(database key, choice, evidence) for every dispatch searched: its config when the
+        whole model kept them, else IREE's (a later run skips what it measured)."""
+        out = []
+        for c in self.climbs:
+            choice = c.best if (self.kept and c.improved) else tuning.IREE_DEFAULT
+            out.append((f"{tuning.DISPATCH} {c.fingerprint}", choice,
+                        {**c.evidence(), "model_ms": {k: round(v, 4) for k, v in self.ms.items()},
+                         "model_kept": self.kept, "why": self.why}))
+        return out
+
+    def table(self, title: str = "dispatches"):
+        from rich.table import Table
+
+        table = Table(title=title)
+        for col, just in (("dispatch", "left"), ("IREE ms", "right"), ("tuned ms", "right"),
+                          ("speed-up", "right"), ("tried", "right"), ("rejected", "right"),
+                          ("workgroup tile", "left")):
+            table.add_column(col, justify=just)
+        for c in sorted(self.climbs, key=lambda c: -c.default_ms if c.default_ms == c.default_ms
+                        else 0):
+            tile = _tile_change(c.default, c.best)
+            table.add_row(c.function, f"{c.default_ms:.4g}", f"{c.best_ms:.4g}",
+                          f"{c.speedup:.2f}x" if c.improved else "-", str(c.tried),
+                          str(c.failed), tile, style=None if c.improved else "dim")
+        for function, config in self.known.items():
+            table.add_row(function, "", "", "", "", "", f"stored: {_tile_change(config, config)}",
+                          style="dim")
+        table.caption = self.why
+        return table
+
+
+def _tile_change(before: str, after: str) -> str:
+    from ..iree.dispatch_configs import ConfigError, LoweringConfig
+
+    try:
+        a = LoweringConfig.parse(before).level("distribution")
+        b = LoweringConfig.parse(after).level("distribution")
+    except ConfigError:
+        return after if after == tuning.IREE_DEFAULT else "?"
+    return f"{list(a)} -> {list(b)}" if a != b else str(list(a))
+
+
+def measure_dispatches(fn: Callable, args: Any = (), kwargs: dict | None = None, *,
+                       db: TuningDatabase, cpu: str, target: Any = "cpu", seconds: float = 600.0,
+                       retune: bool = False, executor: Any = None, dynamic_shapes: Any = None,
+                       progress: Callable | None = None,
+                       whole_rounds: int = ROUNDS) -> DispatchesMeasurement:
+    """Compile ``fn`` with IREE's configs, dumping each dispatch's benchmark; profile a call;
+    search the heaviest dispatches' tiles (`dispatch_search.search`) in ``seconds``; then
+    compile the whole model with the found configs, check it against eager and time it
+    against IREE's. The configs are kept only if that model matches eager and is not slower
+    (`beats` in neither direction counts as not slower)."""
+    import tempfile
+
+    from ..api import compile as compile_program
+    from . import dispatch_search
+    from .profile import profile_artifact
+
+    started = time.perf_counter()
+    kwargs = kwargs or {}
+    out = DispatchesMeasurement()
+    stored = {op.split(" ", 1)[1]: c for op, c in db.choices(cpu).items()
+              if tuning.dispatch_op(op)}
+    with tempfile.TemporaryDirectory(prefix="lowerkit-benchmarks-") as tmp:
+        with tuning.forced_dispatch_configs({}):
+            art = compile_program(fn, tuple(args), kwargs, target=target, cache=False,
+                                  dynamic_shapes=dynamic_shapes,
+                                  iree_flags=[f"--iree-hal-dump-executable-benchmarks-to={tmp}"])
+        profile = profile_artifact(art, tuple(args), kwargs)
+        tasks, out.notes = dispatch_search.tasks_of(Path(tmp), profile)
+    if not retune:
+        known = [t for t in tasks if t.dispatch.fingerprint in stored]
+        out.known = {t.dispatch.function: stored[t.dispatch.fingerprint] for t in known}
+        tasks = [t for t in tasks if t.dispatch.fingerprint not in stored]
+    left = seconds - (time.perf_counter() - started)
+    # the whole-model check compiles twice and times both: keep time for it
+    search_s = max(0.0, left * 0.8)
+    out.climbs, failures = dispatch_search.search(
+        tasks, search_s, target, executor, progress=progress,
+        deadline=time.perf_counter() + search_s)
+    out.notes += [f"search failed: {f}" for f in failures]
+    foreign = [c for c in out.climbs if c.cpu is not None and c.cpu != cpu]
+    if foreign:
+        out.notes.append(f"{len(foreign)} dispatch(es) measured on another CPU "
+                         f"({foreign[0].cpu}): not kept")
+        out.climbs = [c for c in out.climbs if c not in foreign]
+    found = {c.fingerprint: c.best for c in out.climbs if c.improved}
+    if not found:
+        out.why = "no dispatch config beat IREE's: nothing to check on the whole model"
+        out.seconds = time.perf_counter() - started
+        return out
+    previous = {k: v for k, v in stored.items() if v != tuning.IREE_DEFAULT}
+    candidates = {"iree": lambda: tuning.forced_dispatch_configs(previous),
+                  "tuned": lambda: tuning.forced_dispatch_configs({**previous, **found})}
+    try:
+        samples, _, arts, checks = _whole_model(fn, args, kwargs, candidates, target,
+                                                whole_rounds, dynamic_shapes, "dispatch configs")
+    except TuningError as e:
+        out.why = f"not kept: {e}"
+        out.seconds = time.perf_counter() - started
+        return out
+    out.ms = {k: statistics.median(v) for k, v in samples.items()}
+    out.error_over_scale = {k: c.max_rel_error for k, c in checks.items()}
+    applied = (arts["tuned"].compile_stats or {}).get("tuned_dispatches", 0)
+    evidence = (f"whole model: IREE's configs {out.ms['iree']:.4g} ms, tuned {out.ms['tuned']:.4g}"
+                f" ms ({applied} dispatch(es) given a config)")
+    if not applied:
+        out.why = f"not kept: iree-compile took none of the configs ({evidence})"
+    elif beats(samples["iree"], samples["tuned"], MARGIN):
+        out.why = f"not kept: the tuned model is slower ({evidence})"
+    else:
+        out.kept = True
+        out.why = f"kept ({evidence})"
+    out.seconds = time.perf_counter() - started
+    return out
 
 
 def _stored_or_measured(db: TuningDatabase, cpu: str, key: str, retune: bool,
