@@ -200,3 +200,46 @@ def test_benchmark_flags_are_the_targets(tmp_path):
     t = Target.parse("cpu")
     assert flags == [*common_flags(t), *t.compile_flags()]
     assert iree_compile_tool()
+
+
+class _FakeTimer:
+    """A 'compiled' candidate whose time is a function of its workgroup tile and IREE's."""
+
+    def __init__(self, vmfb: bytes, ms, default):
+        self.dist = LoweringConfig.parse(vmfb.decode()).level("distribution")
+        self.ms, self.default, self.repeats, self.calls = ms, default, 1, 0
+
+    def sample(self, repeats: int) -> float:
+        self.calls += 1
+        return self.ms(self.dist, self.default) * (1 + 0.001 * (self.calls % 3))
+
+
+def _fake_climb(monkeypatch, ms, dumped):
+    """A climb over the first matmul's benchmark with compiles and timings faked by ``ms``."""
+    _, benchmarks = dumped
+    path = next(p for p in benchmarks if _matmuls(dispatch_configs.read(p.read_text())))
+    source = path.read_text()
+    d = _matmuls(dispatch_configs.read(source))[0]
+    default = d.config.level("distribution")
+    monkeypatch.setattr(dispatch_search, "_compile",
+                        lambda src, config, *a: (config.text.encode(), "", 0.0))
+    monkeypatch.setattr(dispatch_search, "_Timer",
+                        lambda vmfb, fn: _FakeTimer(vmfb, ms, default))
+    return d, dispatch_search.climb_dispatch(dispatch_search.Task(d, source, 1.0), seconds=30,
+                                             rounds=5)
+
+
+def test_a_climb_moves_only_to_a_measured_winner(monkeypatch, dumped):
+    # every neighbour slower than IREE's config: it stays
+    d, climb = _fake_climb(monkeypatch, lambda dist, default: 1.0 if dist == default else 1.5,
+                           dumped)
+    assert climb.tried >= 1 and climb.generations >= 1
+    assert climb.best == d.config.text and not climb.improved, climb.history
+
+
+def test_a_climb_walks_to_the_fastest_tile(monkeypatch, dumped):
+    # time falls as the first workgroup tile nears the whole dim (4): the climb walks there
+    d, climb = _fake_climb(monkeypatch, lambda dist, default: 1.0 + abs(4 - dist[0])
+                           + 0.1 * abs(1 - dist[1]), dumped)
+    assert climb.improved and LoweringConfig.parse(climb.best).level("distribution")[0] == 4
+    assert climb.best_ms < climb.default_ms and climb.generations >= 1, climb.history
