@@ -233,7 +233,9 @@ def test_a_climb_moves_only_to_a_measured_winner(monkeypatch, dumped):
     # every neighbour slower than IREE's config: it stays
     d, climb = _fake_climb(monkeypatch, lambda dist, default: 1.0 if dist == default else 1.5,
                            dumped)
-    assert climb.tried >= 1 and climb.generations >= 1
+    # one generation, then a local optimum: the climb never stands on a slower config (the
+    # final comparison with IREE's would hide that, at the cost of the budget)
+    assert climb.tried >= 1 and climb.generations == 1, climb.history
     assert climb.best == d.config.text and not climb.improved, climb.history
 
 
