@@ -26,19 +26,20 @@ MMT4D = ("#iree_cpu.lowering_config<distribution = [2, 3, 0, 0, 0, 0], vector_co
          "[1, 1, 0, 16, 16, 0], vector_reduction = [0, 0, 1, 0, 0, 1]>")
 
 
-class TwoLinears(torch.nn.Module):
+class Linears(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.a = torch.nn.Linear(96, 256)
-        self.b = torch.nn.Linear(256, 64)
+        self.b = torch.nn.Linear(256, 128)
+        self.c = torch.nn.Linear(128, 64)
 
-    def forward(self, x):
-        return self.b(torch.relu(self.a(x)))
+    def forward(self, x):  # a and b: dispatches of one structure and different shapes
+        return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
 
 
-def two_linears():
+def linears():
     torch.manual_seed(0)
-    return TwoLinears().eval(), (torch.randn(64, 96),)
+    return Linears().eval(), (torch.randn(64, 96),)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,7 @@ def dumped(tmp_path_factory):
     """The model's configured module (iree-compile stopped after choosing configs) and its
     dumped dispatch benchmarks, as lowerkit compiles it."""
     folder = tmp_path_factory.mktemp("dumped")
-    model, args = two_linears()
+    model, args = linears()
     seen = []
     real = subprocess.run
 
@@ -90,10 +91,10 @@ def test_a_dispatch_has_one_fingerprint_in_the_model_and_in_its_benchmark(dumped
     in_model = {d.function: d for d in dispatch_configs.read(module)}
     alone = [d for path in benchmarks for d in dispatch_configs.read(path.read_text())]
     matmuls = _matmuls(alone)
-    assert len(matmuls) == 2, [d.function for d in alone]
+    assert len(matmuls) == 3, [d.function for d in alone]
     for d in alone:  # bound differently (bindings, offsets), the same computation
         assert in_model[d.function].fingerprint == d.fingerprint, d.function
-    assert matmuls[0].fingerprint != matmuls[1].fingerprint
+    assert len({d.fingerprint for d in matmuls}) == 3
     # the mmt4d's outer dims bound its workgroup tiles: 64 rows in tiles of 16
     assert all(d.bounds[0] == 4 for d in matmuls), [d.bounds for d in matmuls]
 
@@ -124,7 +125,7 @@ def test_a_stored_config_reaches_its_data_tiled_dispatch_and_matches_eager(
         dumped, tmp_path, monkeypatch):
     module, _ = dumped
     target = _matmuls(dispatch_configs.read(module))[0]
-    model, args = two_linears()
+    model, args = linears()
     monkeypatch.setenv(tuning.ENV, "off")
     plain = lowerkit.compile(model, args, cache=False)
     other = target.config.with_level("distribution", (1, 1, 0, 0, 0, 0)).text
@@ -145,7 +146,7 @@ def test_a_config_iree_compile_rejects_falls_back_to_irees_own(dumped, tmp_path,
     # a workgroup tile for one loop of six: IREE's verifier refuses it
     _stored(tmp_path, monkeypatch, {target.fingerprint: "#iree_cpu.lowering_config<"
                                                         "distribution = [1]>"})
-    model, args = two_linears()
+    model, args = linears()
     with pytest.warns(UserWarning, match="rejected the lowering configs lowerkit tune stored"):
         art = lowerkit.compile(model, args, cache=False)
     assert "tuned_dispatches" not in art.compile_stats and tuning.DISPATCH not in art.tuned
@@ -164,9 +165,9 @@ def test_a_dispatch_record_must_be_a_lowering_config(tmp_path):
 def test_the_search_stores_each_dispatch_and_a_second_run_skips_it(tmp_path, capsys):
     factory = tmp_path / "model.py"
     factory.write_text("import sys\nsys.path.insert(0, %r)\nfrom test_dispatch_tuning import "
-                       "two_linears\n" % str(__import__("pathlib").Path(__file__).parent))
+                       "linears\n" % str(__import__("pathlib").Path(__file__).parent))
     path = tmp_path / "tuning.json"
-    assert cli(["tune", f"{factory}:two_linears", "--database", str(path), "--rounds", "3",
+    assert cli(["tune", f"{factory}:linears", "--database", str(path), "--rounds", "3",
                 "--no-matmul-tile", "--budget", "40s"]) == 0
     out = capsys.readouterr().out
     assert "dispatch(es) searched" in out, out
@@ -178,7 +179,7 @@ def test_the_search_stores_each_dispatch_and_a_second_run_skips_it(tmp_path, cap
         assert entry["choice"] == tuning.IREE_DEFAULT or entry["choice"].startswith(
             "#iree_cpu.lowering_config<"), entry
         assert entry["ms"]["iree"] > 0 and entry["tried"] >= 1, entry
-    again = lowerkit.tune(*two_linears(), database=path, rounds=3, matmul_tile=False,
+    again = lowerkit.tune(*linears(), database=path, rounds=3, matmul_tile=False,
                           budget_s=40)
     # what the first run stored is not measured again (the profile, timed anew, may rank
     # another small dispatch into the share searched)

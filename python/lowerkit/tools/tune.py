@@ -36,6 +36,7 @@ from .timing import quartiles as _quartiles
 
 ROUNDS = 15
 MARGIN = 0.05
+KEEP_SLACK = 0.01  # how much slower at its median a model with searched configs may be, and kept
 SAMPLE_SECONDS = 0.02  # each timed sample: enough calls to last about this long
 
 
@@ -528,8 +529,9 @@ def measure_dispatches(fn: Callable, args: Any = (), kwargs: dict | None = None,
     """Compile ``fn`` with IREE's configs, dumping each dispatch's benchmark; profile a call;
     search the heaviest dispatches' tiles (`dispatch_search.search`) in ``seconds``; then
     compile the whole model with the found configs, check it against eager and time it
-    against IREE's. The configs are kept only if that model matches eager and is not slower
-    (`beats` in neither direction counts as not slower)."""
+    against IREE's. The configs are kept only if that model matches eager, IREE's configs do
+    not `beats` it, and its median is within `KEEP_SLACK` of theirs: the dispatches were timed
+    alone, and inside the model their neighbours share the caches."""
     import tempfile
 
     from ..api import compile as compile_program
@@ -586,7 +588,8 @@ def measure_dispatches(fn: Callable, args: Any = (), kwargs: dict | None = None,
                 f" ms ({applied} dispatch(es) given a config)")
     if not applied:
         out.why = f"not kept: iree-compile took none of the configs ({evidence})"
-    elif beats(samples["iree"], samples["tuned"], MARGIN):
+    elif (beats(samples["iree"], samples["tuned"], MARGIN)
+          or out.ms["tuned"] > out.ms["iree"] * (1 + KEEP_SLACK)):
         out.why = f"not kept: the tuned model is slower ({evidence})"
     else:
         out.kept = True
