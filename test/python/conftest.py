@@ -244,11 +244,34 @@ def _left_out_of_default_tier(config, items) -> None:
                              if k not in matched and k.split("::")[0] in files]
 
 
+# Tests that fail on a known product defect whose fix is in a file being changed elsewhere: a
+# strict xfail naming the defect, so the test still runs in CI (which runs the slow tier) and
+# its fix fails here (XPASS) until its entry is removed. Found by the first full-suite run
+# (issue 72).
+KNOWN_DEFECTS = {
+    "test_backend_generate.py::test_gpt2_generate_dynamic_true_matches_eager_with_every_graph_in_lowerkit":
+        "backend.py: `backend()`'s `except Exception` around aot_autograd catches Dynamo's "
+        "TensorifyScalarRestartAnalysis (a torch._dynamo.exc.RestartAnalysis: Dynamo's signal to "
+        "trace the frame again) and runs the graph eagerly; it must re-raise RestartAnalysis",
+    "test_backend_generate.py::test_llama_generate_dynamic_true_matches_eager_with_every_graph_in_lowerkit":
+        "the same defect as the GPT-2 case: aot_autograd's TensorifyScalarRestartAnalysis is "
+        "caught by backend.py and the graph runs eagerly",
+}
+
+
+def _known_defects(items) -> None:
+    for item in items:
+        reason = KNOWN_DEFECTS.get(f"{item.path.name}::{item.name}")
+        if reason:
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=AssertionError))
+
+
 def pytest_collection_modifyitems(config, items):
     selected = config.getoption("-m") or ""
     _llvmpipe_repeats_slow(items)
     _further_cases_slow(items)
     _left_out_of_default_tier(config, items)  # after counting cases: no third case takes a slot
+    _known_defects(items)
     for item in items:
         for marker, env in OPT_IN.items():
             if marker in item.keywords and marker not in selected and not os.environ.get(env):
