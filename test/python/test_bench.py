@@ -187,3 +187,27 @@ def test_a_deep_nets_f32_answer_as_close_to_float64_as_eagers_is_no_error():
     assert abs(r.error_vs_float64["eager"] - r.error_vs_float64["close"]) < 1e-7
     bench._error_vs_eager(r, "far", exact - torch.tensor([3e-4, 0.0, 0.0]), eager, lambda: exact)
     assert "mismatch" in r.errors["far"]
+
+
+def test_the_tuned_contender_reads_its_database_and_iree_defaults_reads_none(tmp_path,
+                                                                            monkeypatch):
+    """``--tuned DB``: 'lowerkit-tuned' compiles with that database, beside 'lowerkit' with
+    the default one; 'iree-defaults' never reads a stored choice."""
+    from lowerkit import tuning
+
+    db = tuning.TuningDatabase(tmp_path / "tuning.json")
+    db.record(tuning.cpu_key("cpu"), tuning.MATMUL_TILE, "524288", {})
+    db.save()
+    monkeypatch.setenv(tuning.ENV, "off")
+    monkeypatch.setattr(bench, "TUNED_DATABASE", str(db.path))
+    model, args, kwargs = get("mlp").make()
+    r = bench.bench_model("mlp", model, args, kwargs,
+                          contenders=("eager", "lowerkit", bench.TUNED), rounds=3)
+    assert not r.errors, r.errors
+    assert r.tuned == {tuning.MATMUL_TILE: "524288"}, r.tuned
+    assert r.error_vs_eager[bench.TUNED] < 1e-5
+    assert json.loads(json.dumps(r.to_json()))["tuned"] == r.tuned
+    import os
+
+    assert os.environ[tuning.ENV] == "off"  # put back after its compile
+    assert cli_main(["bench", "mlp", "--tuned", str(tmp_path / "none.json")]) == 2

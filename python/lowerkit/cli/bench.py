@@ -25,6 +25,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peers", action="store_true",
                    help="also time OpenVINO (where installed: the `bench` extra) and lowerkit's "
                         "import compiled with IREE's defaults (`bench.PEERS`)")
+    p.add_argument("--tuned", default=None, metavar="DB",
+                   help="add lowerkit compiling with this tuning database (lowerkit tune's) as "
+                        "a contender, 'lowerkit-tuned'; 'lowerkit' reads the default one "
+                        "(LOWERKIT_TUNING_DB=off: none)")
     p.add_argument("--torch-threads", type=int, default=None,
                    help="torch.set_num_threads for eager and torch.compile (default: torch's)")
 
@@ -42,6 +46,8 @@ def _command(args: argparse.Namespace, settle_s: float) -> str:
     words += [flag for flag, on in (("--slow", args.slow), ("--no-gemm", args.no_gemm),
                                     ("--no-torch-compile", args.no_torch_compile),
                                     ("--peers", getattr(args, "peers", False))) if on]
+    if getattr(args, "tuned", None):
+        words += ["--tuned", args.tuned]
     return shlex.join(words + (["--json", args.json] if args.json else []))
 
 
@@ -80,6 +86,14 @@ def main(args: argparse.Namespace) -> int:
                             if c != "openvino" or bench.openvino_available())
         if not bench.openvino_available():
             console.print("[yellow]OpenVINO left out: not installed (pip install -e '.[bench]')")
+    if getattr(args, "tuned", None):
+        import os
+
+        if not os.path.exists(args.tuned):
+            console.print(f"[red]--tuned {args.tuned}: no such tuning database")
+            return 2
+        bench.TUNED_DATABASE = args.tuned
+        contenders += (bench.TUNED,)
     if args.model == "zoo":
         cases = [(n, ZOO[n].make) for n in bench.zoo_models(include_slow=args.slow)]
     elif args.model == "real":
@@ -156,7 +170,7 @@ def main(args: argparse.Namespace) -> int:
                         f"{os.cpu_count()} cores, load average {load:.1f}, "
                         f"{settle * 1e3:.0f} ms settle before each sample "
                         "(median per call, ± interquartile spread)")
-    peers = [c for c in contenders if c in bench.PEERS]
+    peers = [c for c in contenders if c in (*bench.PEERS, bench.TUNED)]
     for col in ("model", "eager ms", "torch.compile ms", "lowerkit ms", "× eager",
                 "× torch.compile", *[f"{p} ms" for p in peers], *[f"× {p}" for p in peers],
                 "lowerkit compile s cold/cached", "inductor compile s cold/cached",
@@ -205,6 +219,15 @@ def main(args: argparse.Namespace) -> int:
         slower = [r.model for r in results if r.speedup("lowerkit", base) < 1.0]
         if slower:
             console.print(f"[yellow]slower than {base}: {', '.join(slower)}")
+    if bench.TUNED in peers:
+        tuned_vs = {b: bench.geomean([r.speedup(bench.TUNED, b) for r in results])
+                    for b in ("eager", "torch.compile", "openvino", "iree-defaults") if b in
+                    contenders}
+        console.print(f"{bench.TUNED} (the database {args.tuned}), geomean: " + ", ".join(
+            f"{v:.2f}× {b}" for b, v in tuned_vs.items()))
+        slower = [r.model for r in results if r.speedup(bench.TUNED, "eager") < 1.0]
+        if slower:
+            console.print(f"[yellow]{bench.TUNED} slower than eager: {', '.join(slower)}")
     if args.json:
         out = {"meta": meta, "target": args.target, "threads": torch.get_num_threads(),
                "load_average": load, "settle_s": settle,
@@ -217,6 +240,8 @@ def main(args: argparse.Namespace) -> int:
             for p in peers:
                 out[f"geomean_vs_{p.replace('-', '_')}"] = bench.geomean(
                     [r.speedup("lowerkit", p) for r in results])
+            if bench.TUNED in peers:
+                out["tuned_geomean"] = tuned_vs
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
         console.print(f"wrote {args.json}")

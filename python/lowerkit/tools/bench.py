@@ -45,6 +45,10 @@ CONTENDERS = ("eager", "torch.compile", "lowerkit")
 # whole to IREE (its im2col or its depthwise kernel) and IREE's own matmul tile. A rule of
 # lowerkit's that loses to "iree-defaults" on some host is a rule to fix (issue 71).
 PEERS = ("openvino", "iree-defaults")
+# lowerkit compiling with a tuning database (`lowerkit bench --tuned DB`), beside "lowerkit"
+# compiling with the default one: what `lowerkit tune` gained, timed in the same rounds
+TUNED = "lowerkit-tuned"
+TUNED_DATABASE: str | None = None
 
 
 # -- where a stored result comes from ----------------------------------------------------------
@@ -197,6 +201,7 @@ class BenchResult:
     error_vs_float64: dict[str, float] = field(default_factory=dict)
     flops: float | None = None   # per call, when known (the GEMM line)
     settle_s: float = 0.0        # idle before each sample
+    tuned: dict = field(default_factory=dict)  # what the TUNED contender read from its database
 
     def median(self, name: str) -> float:
         t = self.timings.get(name)
@@ -212,6 +217,7 @@ class BenchResult:
             "median_ms": {k: t.median * 1e3 for k, t in self.timings.items()},
             "spread": {k: t.spread for k, t in self.timings.items()},
             "samples_ms": {k: [s * 1e3 for s in t.samples] for k, t in self.timings.items()},
+            **({"tuned": self.tuned} if self.tuned else {}),
             "lowerkit_vs_eager": self.speedup("lowerkit", "eager"),
             "lowerkit_vs_torch_compile": self.speedup("lowerkit", "torch.compile"),
             "compile_cold_s": self.compile_cold,
@@ -306,10 +312,36 @@ def _compile_iree_defaults(model, args, kwargs, target: str, result: "BenchResul
     from .. import tuning
 
     start = time.perf_counter()
-    with tuning.forced_matmul_tile(tuning.IREE_DEFAULT):
+    with tuning.forced_matmul_tile(tuning.IREE_DEFAULT), tuning.forced_dispatch_configs({}):
         art = api.compile(model, args, kwargs, target=target, convolutions=tuning.IM2COL,
                           cache=False)
     result.compile_cold["iree-defaults"] = time.perf_counter() - start
+    for _ in range(3):
+        art(*args, **kwargs)
+    return art
+
+
+def _compile_tuned(model, args, kwargs, target: str, result: "BenchResult"):
+    """lowerkit reading the tuning database at `TUNED_DATABASE` (what ``lowerkit tune``
+    stored), no compile cache."""
+    import os
+
+    from .. import tuning
+
+    if TUNED_DATABASE is None:
+        raise ValueError(f"{TUNED} needs a tuning database (lowerkit bench --tuned FILE)")
+    before = os.environ.get(tuning.ENV)
+    os.environ[tuning.ENV] = TUNED_DATABASE
+    try:
+        start = time.perf_counter()
+        art = api.compile(model, args, kwargs, target=target, cache=False)
+        result.compile_cold[TUNED] = time.perf_counter() - start
+    finally:
+        if before is None:
+            os.environ.pop(tuning.ENV, None)
+        else:
+            os.environ[tuning.ENV] = before
+    result.tuned = {k: str(v) for k, v in art.tuned.items()}
     for _ in range(3):
         art(*args, **kwargs)
     return art
@@ -438,8 +470,12 @@ def prepare(model, args, kwargs, target: str, result: "BenchResult",
         with _PeakMemory(result, "openvino"):
             return _compile_openvino(model, args, kwargs, result)
 
+    def tuned():
+        art = _compile_tuned(model, args, kwargs, target, result)
+        return lambda: art(*args, **kwargs)
+
     for name, make in (("lowerkit", lowerkit), ("iree-defaults", iree_defaults),
-                       ("openvino", openvino)):
+                       ("openvino", openvino), (TUNED, tuned)):
         if name in contenders:
             try:
                 calls[name] = make()
