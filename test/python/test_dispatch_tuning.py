@@ -246,3 +246,11 @@ def test_a_climb_walks_to_the_fastest_tile(monkeypatch, dumped):
                            + 0.1 * abs(1 - dist[1]), dumped)
     assert climb.improved and LoweringConfig.parse(climb.best).level("distribution")[0] == 4
     assert climb.best_ms < climb.default_ms and climb.generations >= 1, climb.history
+
+
+def test_a_spent_budget_measures_nothing_more_and_says_so(tmp_path):
+    report = lowerkit.tune(*linears(), database=tmp_path / "tuning.json", rounds=3, budget_s=0)
+    assert any("matmul tile" in s for s in report.skipped), report.skipped
+    assert report.matmul_tile is None and report.dispatches.climbs == []
+    stored = TuningDatabase(tmp_path / "tuning.json").choices(tuning.cpu_key("cpu"))
+    assert not any(tuning.dispatch_op(k) for k in stored), stored

@@ -124,4 +124,6 @@ def main(args: argparse.Namespace) -> int:
                                     f"{d.seconds:.0f} s on {report.cpu}"))
         for note in d.notes:
             console.print(f"[dim]{note}")
+    for note in report.skipped:
+        console.print(f"[yellow]{note} (--budget)")
     return 0

@@ -37,6 +37,9 @@ from .timing import quartiles as _quartiles
 ROUNDS = 15
 MARGIN = 0.05
 KEEP_SLACK = 0.01  # how much slower at its median a model with searched configs may be, and kept
+# the part of `tune`'s budget the whole-model stages leave to the dispatch search; the
+# dispatch search stops starting dispatches when the budget is spent
+BUDGET_KEPT_FOR_DISPATCHES = 0.5
 SAMPLE_SECONDS = 0.02  # each timed sample: enough calls to last about this long
 
 
@@ -77,6 +80,7 @@ class TuneReport:
     matmul_tile: MatmulTileMeasurement | None = None
     convolutions: ConvolutionsMeasurement | None = None
     dispatches: "DispatchesMeasurement | None" = None
+    skipped: list[str] = field(default_factory=list)  # what the budget left out
 
     def table(self, title: str | None = None):
         from rich.table import Table
@@ -421,10 +425,20 @@ def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: An
     measured_on = {"host": cpu_description()["model"], "machine": platform.machine(),
                    "torch_threads": torch.get_num_threads()}
     shapes, work = program_of(fn, args, kwargs, dynamic_shapes)
+
+    def spent(share: float) -> bool:
+        """Whether more than ``share`` of the budget is gone: the stages before the dispatch
+        search leave it at least half (`BUDGET_KEPT_FOR_DISPATCHES`)."""
+        return time.perf_counter() - started > share * budget_s
+
+    first_share = 1.0 - BUDGET_KEPT_FOR_DISPATCHES if dispatches else 1.0
     for shape in shapes:
         before = db.choice(cpu, shape.key)
         if before is not None and not retune:
             report.known[shape.key] = before
+            continue
+        if spent(first_share):
+            report.skipped.append(f"{shape.key}: not measured, the budget was spent")
             continue
         if progress:
             progress(f"measuring {shape.key}")
@@ -436,12 +450,21 @@ def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: An
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
         db.save()  # after each shape: an interrupted run keeps what it measured
     whole = {"measured_on": measured_on, "model": _name(fn)}
+    if matmul_tile and spent(first_share / 2) and db.choice(cpu, tuning.MATMUL_TILE) is None:
+        matmul_tile = False
+        report.skipped.append("the matmul tile: not measured, the budget was spent")
     if matmul_tile:
         report.matmul_tile = _stored_or_measured(
             db, cpu, tuning.MATMUL_TILE, retune, report, whole, progress,
             "measuring the matmul tile (a compile per candidate)",
             lambda: measure_matmul_tiles(fn, args, kwargs, target=target, rounds=rounds,
                                          dynamic_shapes=dynamic_shapes))
+    if (convolutions and work is not None and work.dense_flops > 0
+            and tuning.cpu_only(target)):
+        if spent(first_share) and db.choice(cpu, work.key) is None:
+            convolutions = False
+            report.skipped.append("the convolution strategy: not measured, the budget was "
+                                  "spent")
     if (convolutions and work is not None and work.dense_flops > 0
             and tuning.cpu_only(target)):
         report.convolutions = _stored_or_measured(
