@@ -26,6 +26,16 @@ Per model, interleaved round by round, medians of rounds of many calls (µs a ca
   BatchNorm's): what a user who never changes those attributes after compiling can opt into.
   Parameters and buffers are still inputs of each call, read as they are then.
 
+``--zoo`` times every zoo model (or those named) against issue 73's bar instead: ``eager``,
+``artifact``, ``backend`` and ``Dynamo's floor`` only, each sample sized to ~``--sample-ms``
+of calls, interleaved round by round, and per model ``limit`` = 1.1 × artifact + 20 µs,
+``backend / limit`` (at most 1 meets the bar) and ``backend / eager`` (at most 1: the backend
+is no slower than eager); where each graph ran (lowerkit, called direct or through
+aot_autograd, or eager) is stored beside them.
+
+    OMP_WAIT_POLICY=PASSIVE LOWERKIT_TUNING_DB=off .venv/bin/python benchmarks/backend_call.py \
+        --zoo --json benchmarks/results/backend-call-zoo-zen4.json
+
 ``wrappers`` is ``backend's function − artifact``; ``in Dynamo's frame`` is ``backend −
 Dynamo's floor − backend's function``: what the same calls cost more when Dynamo makes them.
 ``backend / artifact`` is issue 18's ratio; ``backend / bare backend`` divides by ``artifact in
@@ -119,6 +129,116 @@ def _contenders(model, args) -> dict:
     }
 
 
+ZOO_COLUMNS = ("eager", "artifact", "backend", "Dynamo's floor", "limit", "backend / limit",
+               "backend / eager")
+
+
+def _zoo_contenders(model, args, kwargs) -> tuple[dict, list[dict]]:
+    """eager, the Artifact, the backend and Dynamo's floor for one zoo model, and what the
+    backend did with each graph."""
+    import torch
+
+    import lowerkit
+    from lowerkit import backend as lowerkit_backend
+
+    art = lowerkit.compile(model, args, kwargs, target="cpu")
+    out = model(*args, **kwargs)
+
+    def floor_backend(gm, inputs):  # Dynamo's guards and frame: what any backend pays
+        result = gm(*inputs)
+        return lambda *a: result
+
+    torch._dynamo.reset()
+    floor = torch.compile(model, backend=floor_backend)
+    floor(*args, **kwargs)
+    torch._dynamo.reset()
+    lowerkit_backend.reset()
+    compiled = torch.compile(model, backend="lowerkit")
+    got = compiled(*args, **kwargs)
+    graphs = [{"kind": g.kind, "ops": g.ops, "ran": g.ran, "direct": g.direct,
+               "reason": g.reason.splitlines()[0][:200] if g.reason else None}
+              for g in lowerkit_backend.graphs()]
+    flat = [t for t in torch.utils._pytree.tree_leaves((out, got)) if isinstance(t, torch.Tensor)]
+    half = len(flat) // 2
+    for want, have in zip(flat[:half], flat[half:]):  # the backend's answer is eager's
+        torch.testing.assert_close(have, want, rtol=1e-3, atol=1e-3)
+    return {"eager": lambda: model(*args, **kwargs), "artifact": lambda: art(*args, **kwargs),
+            "backend": lambda: compiled(*args, **kwargs),
+            "Dynamo's floor": lambda: floor(*args, **kwargs)}, graphs
+
+
+def _sized(parts: dict, rounds: int, sample_s: float) -> dict[str, float]:
+    """Median µs a call of each part, interleaved round by round, each sample ~``sample_s``."""
+    reps = {}
+    for name, fn in parts.items():
+        fn()
+        best = min(_timed(fn, 1) for _ in range(5))
+        reps[name] = max(1, int(sample_s / max(best, 1e-7)))
+        _timed(fn, max(1, reps[name] // 4))  # warm
+    samples: dict[str, list[float]] = {name: [] for name in parts}
+    for _ in range(rounds):
+        for name, fn in parts.items():
+            samples[name].append(_timed(fn, reps[name]) / reps[name] * 1e6)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def _timed(fn, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return time.perf_counter() - start
+
+
+def zoo(opts) -> int:
+    """Issue 73's table: every zoo model's call through the backend against the Artifact's."""
+    import os
+
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    from lowerkit.tools.bench import geomean, run_metadata, write_results, zoo_models
+    from lowerkit.zoo import ZOO
+
+    torch.set_num_threads(opts.threads)
+    meta = run_metadata()
+    names = opts.models.split(",") if opts.models else zoo_models()
+    rows = []
+    for name in names:
+        model, args, kwargs = ZOO[name].make()
+        with torch.inference_mode():
+            parts, graphs = _zoo_contenders(model, args, kwargs)
+            times = _sized(parts, opts.rounds, opts.sample_ms / 1e3)
+        times["limit"] = 1.1 * times["artifact"] + 20.0
+        times["backend / limit"] = times["backend"] / times["limit"]
+        times["backend / eager"] = times["backend"] / times["eager"]
+        rows.append({"model": name, **times, "graphs": graphs, "load": os.getloadavg()[0]})
+        print(f"{name}: " + ", ".join(f"{c} {times[c]:.2f}" if "/" in c else f"{c} {times[c]:.1f}"
+                                      for c in ZOO_COLUMNS)
+              + f"; graphs {[g['ran'] + (' direct' if g['direct'] else '') for g in graphs]}",
+              flush=True)
+    table = Table(title=f"µs a call, medians of {opts.rounds} interleaved rounds "
+                        f"(samples of ~{opts.sample_ms:g} ms); limit = 1.1 × artifact + 20 µs")
+    for column in ("model", *ZOO_COLUMNS, "graphs"):
+        table.add_column(column, justify="left" if column in ("model", "graphs") else "right")
+    for r in rows:
+        ran = [g["ran"] + (" direct" if g["direct"] else "") for g in r["graphs"]]
+        table.add_row(r["model"], *(f"{r[c]:.2f}" if "/" in c else f"{r[c]:.1f}"
+                                    for c in ZOO_COLUMNS), ", ".join(ran) or "none")
+    Console(width=200).print(table)
+    over = [r["model"] for r in rows if r["backend / limit"] > 1]
+    slower = [r["model"] for r in rows if r["backend / eager"] > 1]
+    print(f"geomean backend / limit {geomean([r['backend / limit'] for r in rows]):.3f}, "
+          f"backend / artifact {geomean([r['backend'] / r['artifact'] for r in rows]):.3f}, "
+          f"backend / eager {geomean([r['backend / eager'] for r in rows]):.3f}; "
+          f"over the limit: {over or 'none'}; slower than eager: {slower or 'none'}")
+    if opts.json:
+        write_results(opts.json, {"meta": meta, "rounds": opts.rounds,
+                                  "sample_ms": opts.sample_ms, "models": rows})
+        print(f"wrote {opts.json}")
+    return 0
+
+
 def _after(before, call, calls: int) -> float:
     """Median µs of ``call()`` alone, each call made right after ``before()``."""
     samples = []
@@ -132,13 +252,23 @@ def _after(before, call, calls: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="?", default=",".join(MODELS))
+    parser.add_argument("models", nargs="?", default=None,
+                        help=f"comma-separated zoo models (default: {','.join(MODELS)}; "
+                             f"with --zoo, every zoo model)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--calls", type=int, default=2000, help="calls a sample")
     parser.add_argument("--json", metavar="FILE", help="store the run (benchmarks/readme.py)")
+    parser.add_argument("--zoo", action="store_true",
+                        help="issue 73's table: eager, artifact, backend and Dynamo's floor, "
+                             "against 1.1 × artifact + 20 µs (default: every zoo model)")
+    parser.add_argument("--sample-ms", type=float, default=10.0,
+                        help="--zoo: each sample's length (default 10 ms)")
     opts = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
+    if opts.zoo:
+        return zoo(opts)
+    opts.models = opts.models or ",".join(MODELS)
 
     import torch
     from rich.console import Console

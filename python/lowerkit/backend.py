@@ -17,9 +17,13 @@ Without ``freeze``, an inference graph reads the module's state as IREE paramete
 the module's own tensors, as `lowerkit.compile` does: only the inputs cross each call, and
 what IREE hoists out of the weights (packed, transposed) is computed once per load. In-place
 changes load again; another module's tensors reaching the same compiled function (repeated
-blocks, a replaced parameter) get the same code bound to them (`_BoundWeights`). Such a graph
-is called straight from Dynamo's inputs when aot_autograd's runtime wrappers would only pass
-them on (`_direct_positions`): those wrappers cost a tenth of a small model's call.
+blocks, a replaced parameter) get the same code bound to them (`_BoundWeights`). Such a graph,
+and an inference graph that reads no module state, is called straight from Dynamo's inputs when
+aot_autograd's runtime wrappers would only pass them on (`_direct_positions`): those wrappers
+cost a tenth of a small model's call. Its artifact is called through
+`lowerkit.runtime.host_call` (`_call_of`), with less Python a call than ``Artifact.__call__``.
+torch.nn's LSTM, GRU and RNN layers are compiled too: importing this module turns on Dynamo's
+``allow_rnn`` (off by default, Dynamo then runs them eagerly, outside any graph).
 The backend is found by name through the ``torch_dynamo_backends`` entry point, so
 ``backend="lowerkit"`` works without importing lowerkit first.
 """
@@ -48,6 +52,13 @@ from .runtime.verify import verified
 
 OPTIONS = ("target", "pipeline", "cache", "dump_dir", "verify", "strict", "freeze",
            "convolutions")
+
+# Dynamo breaks the graph at torch.nn's RNN, GRU and LSTM (and runs them eagerly) unless
+# ``allow_rnn``; lowerkit compiles them (`_recurrent_layers_decomposed`), as `lowerkit.compile`
+# does. Importing this module (``torch.compile(backend="lowerkit")`` does, by name) turns it on:
+# Dynamo reads it while it traces, before any backend is called. Other backends in the process
+# then get those layers in their graphs too.
+torch._dynamo.config.allow_rnn = True
 
 
 @dataclass
@@ -293,6 +304,17 @@ def _direct_positions(g: torch.fx.GraphModule, kept: list[int],
     return [i - params if i >= params else context.params_flat[i] for i in kept]
 
 
+def _call_of(fn: Any) -> Callable:
+    """What the backend calls for a compiled graph: an `Artifact`'s short call for host tensors
+    (`lowerkit.runtime.host_call`: a few microseconds less Python a call than
+    ``Artifact.__call__``, which is a small program's whole margin over Dynamo's own cost), or
+    ``fn`` itself (a ``verify`` wrapper)."""
+    from .runtime.artifact import Artifact
+    from .runtime.host_call import host_caller
+
+    return host_caller(fn) if isinstance(fn, Artifact) else fn
+
+
 def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
     """The arguments at ``positions``, as a tuple (``operator.itemgetter``, which returns a
     bare value for one position and fails for none)."""
@@ -333,13 +355,17 @@ class _BoundWeights(_ModuleState):
         self.state = state          # their detached twins that aot_autograd passes on
         self.uses: list[dict[str, int]] = []  # per compiled graph: parameter name -> slot
         self.active: list[Any] = []           # per compiled graph: its artifact for the set
-        self.sets: dict[tuple[int, ...], tuple[list[torch.Tensor], list[Any]]] = {}
+        self.calls: list[Callable] = []       # per compiled graph: its artifact's call
+                                              # (`_call_of`)
+        self.sets: dict[tuple[int, ...],
+                        tuple[list[torch.Tensor], list[Any], list[Callable]]] = {}
 
     def add(self, art: Any, weights: dict[int, tuple[str, torch.Tensor]]) -> None:
         """Register a compiled graph reading ``weights`` (it is ``active[len(active)]``)."""
         slots = {id(t): i for i, t in enumerate(self.state)}
         self.uses.append({name: slots[id(t)] for name, t in weights.values() if id(t) in slots})
         self.active.append(art)
+        self.calls.append(_call_of(art))
 
     def check(self, args: Sequence[Any]) -> None:
         current = self.changed(args)
@@ -347,16 +373,16 @@ class _BoundWeights(_ModuleState):
             self._switch(list(current))
 
     def _switch(self, current: list[torch.Tensor]) -> None:
-        self.sets[tuple(map(id, self.tensors))] = (self.tensors, self.active)
+        self.sets[tuple(map(id, self.tensors))] = (self.tensors, self.active, self.calls)
         found = self.sets.pop(tuple(map(id, current)), None)
         if found is None:
             detached = [t.detach() for t in current]
-            found = (current, [art.with_weights({name: detached[slot]
-                                                 for name, slot in use.items()})
-                               for art, use in zip(self.active, self.uses)])
+            arts = [art.with_weights({name: detached[slot] for name, slot in use.items()})
+                    for art, use in zip(self.active, self.uses)]
+            found = (current, arts, [_call_of(art) for art in arts])
         while len(self.sets) >= self.KEPT_SETS:
             self.sets.pop(next(iter(self.sets)))
-        self.tensors, self.active = found
+        self.tensors, self.active, self.calls = found
         for twin, tensor in zip(self.state, current):
             if twin.data_ptr() != tensor.data_ptr() or twin.shape != tensor.shape:
                 twin.data = tensor.detach()
@@ -432,6 +458,17 @@ def _composites_as_export_keeps_them(example_inputs: Sequence[Any]) -> Any:
         yield table
 
 
+def _recurrent_layers_decomposed(gm: torch.fx.GraphModule) -> Any:
+    """While aot_autograd traces a graph holding an LSTM: torch's decomposition of ``aten.lstm``
+    emits oneDNN's ``mkldnn_rnn_layer`` for an inference graph on the CPU, which torch-mlir
+    cannot lower; with oneDNN off while tracing it emits the cell's matmuls and pointwise ops,
+    as `lowerkit.compile`'s path does (its export traces with gradients on)."""
+    if not any(getattr(n.target, "__name__", None) == "lstm" for n in gm.graph.nodes
+               if n.op == "call_function"):
+        return contextlib.nullcontext()
+    return torch.backends.mkldnn.flags(enabled=False)
+
+
 def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: dict | None = None,
             mode: str | None = None) -> Callable:
     """The ``torch.compile`` backend: Dynamo's graph through ``aot_autograd`` into lowerkit."""
@@ -446,8 +483,9 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
         if opts.get("freeze") or _reads_weights_by_reference(opts) else []
     frozen = state if opts.get("freeze") else []
     bound: _BoundWeights | None = None
-    # an inference graph read by reference that aot_autograd's wrappers only pass inputs
-    # to: [its slot in ``bound.active``, its inputs (`_direct_positions`)], once compiled
+    # an inference graph that aot_autograd's wrappers only pass inputs to, once compiled: read
+    # by reference, [its slot in ``bound.active``, its inputs (`_direct_positions`)]; reading
+    # no module state, [its artifact, its inputs]
     direct: list = []
 
     # an exception that leaves lowerkit's own compile of a graph (strict, or a fault of
@@ -470,6 +508,8 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
                 return by_reference(g, inputs, *found)
         kept = _constants_for(g) if frozen and kind == "inference" else None
         if kept is None:
+            if kind == "inference" and not state:
+                return stateless(g, inputs)
             # aot_autograd calls compiled graphs with one list of arguments ("boxed")
             return make_boxed_func(_compile_graph(opts, kind, g, inputs))
         fn = _compile_graph(opts, kind, g, [inputs[i] for i in kept],
@@ -481,6 +521,18 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
             return fn(*picked)
         call._boxed_call = True
         return call
+
+    def stateless(g: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable:
+        """An inference graph that reads no module state: called straight from Dynamo's
+        inputs (``direct``) when aot_autograd's runtime wrappers would only pass them on."""
+        records: list[GraphRecord] = []
+        fn = _compile_graph(opts, "inference", g, inputs, records=records)
+        if fn != g.forward:
+            found = _direct_positions(g, list(range(len(inputs))), len(example_inputs))
+            if found is not None and all(type(p) is int for p in found):
+                direct[:] = [fn, found]
+                records[0].direct = True
+        return make_boxed_func(fn)
 
     def by_reference(g: torch.fx.GraphModule, inputs: Sequence[Any], kept: list[int],
                      weights: dict) -> Callable:
@@ -502,7 +554,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
         def call(args: list) -> Any:
             picked = [args[i] for i in kept]
             args.clear()
-            return bound.active[use](*picked)
+            return bound.calls[use](*picked)
         call._boxed_call = True
         return call
 
@@ -516,13 +568,18 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
         with (tuning.forced_convolutions(strategy) if strategy is not None
               else contextlib.nullcontext()), \
                 _composites_as_export_keeps_them(example_inputs) as table, \
+                _recurrent_layers_decomposed(gm), \
                 tuning.applied(opts.get("target", "cpu")):
             if not _training(example_inputs):
                 tuning.choose_convolutions(decompositions.conv_work(gm.graph))
             aot = aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
                                inference_compiler=compiler("inference"), decompositions=table)
             if not state:
-                return aot(gm, example_inputs)
+                compiled = aot(gm, example_inputs)
+                if not direct:
+                    return compiled
+                call, gather = _call_of(direct[0]), _picker(direct[1])
+                return lambda *args: call(*gather(args))
             lifted = _as_module_state(gm, example_inputs, state)
             tensors = [example_inputs[i] for i in state]
             twins = [lifted.get_buffer(f"_lowerkit_frozen_{i}") for i in state]
@@ -561,7 +618,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
 
     def call_direct(*args: Any) -> Any:
         bound.check(args)
-        return bound.active[use](*gather(args))
+        return bound.calls[use](*gather(args))
     return call_direct
 
 

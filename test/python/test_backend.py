@@ -876,3 +876,71 @@ def test_a_modules_float_attributes_are_not_its_weights(freeze):
     records = backend.graphs()
     assert {r.ran for r in records} == {"lowerkit"}
     assert {r.frozen if freeze else r.weights for r in records} == {2}  # weight and bias
+
+
+def test_the_backends_short_call_answers_as_the_artifact_does():
+    """`lowerkit.runtime.host_call.host_caller`, what the backend calls for each graph's
+    artifact: once the CPU driver is chosen it takes the short path, with the Artifact's
+    answers; a weight changed in place is read at the next call, and a call of another shape
+    raises the Artifact's error."""
+    import lowerkit
+    from lowerkit.runtime import host_call
+
+    model, x = _norm_mlp().eval(), torch.randn(3, 8)
+    art = lowerkit.compile(model, (x,), target="cpu")
+    call = host_call.host_caller(art)
+    with torch.no_grad():
+        for _ in range(20):  # past the drivers' trials (`executable._HostPath`)
+            assert compare(call(x), model(x)).ok
+        assert call.short()
+        model[0].weight.mul_(-2)
+        model[2].running_mean.add_(1)
+        for _ in range(20):  # the full call loads them, its drivers' trials, the short path
+            assert compare(call(x), model(x)).ok
+        assert call.short()
+        with pytest.raises(lowerkit.InputError, match="shape"):
+            call(torch.randn(4, 8))
+        assert compare(call(x.t().contiguous().t()), model(x)).ok  # not contiguous
+
+
+def cumulative(x):
+    return torch.cumsum(x, 1) * 2 + 1
+
+
+def test_a_graph_that_reads_no_module_state_is_called_past_aot_autograds_wrappers():
+    """A function's inference graph, no module's parameters in it, is called straight from
+    Dynamo's inputs too (`GraphRecord.direct`)."""
+    with torch.inference_mode():
+        x = torch.randn(3, 8)
+        compiled = torch.compile(cumulative, backend=backend.backend, options={"strict": True})
+        for _ in range(12):
+            for batch in (x, x + 1):
+                assert compare(compiled(batch), cumulative(batch)).ok
+    assert [(r.ran, r.direct) for r in backend.graphs()] == [("lowerkit", True)]
+
+
+class Recurrent(torch.nn.Module):
+    """torch.nn's LSTM or GRU, two layers, and a linear head on the last step."""
+
+    def __init__(self, cell: type):
+        super().__init__()
+        self.rnn = cell(8, 16, 2, batch_first=True)
+        self.head = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.head(out[:, -1])
+
+
+@pytest.mark.parametrize("cell", [torch.nn.LSTM, torch.nn.GRU])
+def test_recurrent_layers_run_in_lowerkit_not_eagerly(cell):
+    """Dynamo breaks the graph at torch.nn's LSTM and GRU unless ``allow_rnn``, which the
+    backend turns on; an LSTM's inference graph decomposes into what torch-mlir lowers (not
+    oneDNN's ``mkldnn_rnn_layer``): one graph, in lowerkit, called direct, as eager answers."""
+    torch.manual_seed(0)
+    model, x = Recurrent(cell).eval(), torch.randn(2, 5, 8)
+    with torch.inference_mode():
+        compiled = torch.compile(model, backend="lowerkit", options={"strict": True})
+        for _ in range(3):
+            assert compare(compiled(x), model(x)).ok
+    assert [(r.ran, r.direct) for r in backend.graphs()] == [("lowerkit", True)]
