@@ -32,9 +32,12 @@ class Linears(torch.nn.Module):
         self.a = torch.nn.Linear(96, 256)
         self.b = torch.nn.Linear(256, 128)
         self.c = torch.nn.Linear(128, 64)
+        self.offsets = torch.arange(64 * 64, dtype=torch.int64).reshape(64, 64) % 7
 
     def forward(self, x):  # a and b: dispatches of one structure and different shapes
-        return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+        # a tensor constant (not a parameter), which the module keeps as a dense_resource
+        # blob: a rewritten module must carry it to iree-compile (ConvNeXt's were lost)
+        return self.c(torch.relu(self.b(torch.relu(self.a(x))))) + self.offsets
 
 
 def linears():

@@ -486,6 +486,10 @@ def _warn_configs(error: Exception) -> None:
     import warnings
 
     summary = getattr(error, "summary", None) or str(error)
+    said = [ln.strip() for ln in (getattr(error, "tool_output", None) or "").splitlines()
+            if "error:" in ln]
+    if said:
+        summary += f": {said[0][:300]}"
     warnings.warn(f"iree-compile rejected the lowering configs lowerkit tune stored for this "
                   f"CPU ({summary}); compiled with IREE's own (retune with lowerkit tune "
                   f"--retune)", stacklevel=4)

@@ -14,7 +14,6 @@ locations or lowering configs, so it is the same dispatch in another model or an
 from __future__ import annotations
 
 import hashlib
-import io
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -202,7 +201,7 @@ def read(text: "str | bytes") -> list[Dispatch]:
 
 
 def rewrite(text: "str | bytes", configs: dict[str, str]) -> tuple[bytes, list[str]]:
-    """``text`` (as bytecode) with each dispatch whose fingerprint is in ``configs`` given that lowering
+    """``text`` (as MLIR text, encoded) with each dispatch whose fingerprint is in ``configs`` given that lowering
     config on its root op; and the fingerprints rewritten."""
     from iree.compiler import ir
 
@@ -221,6 +220,6 @@ def rewrite(text: "str | bytes", configs: dict[str, str]) -> tuple[bytes, list[s
                 raise ConfigError(f"{dispatch.function}: {configs[dispatch.fingerprint]} does "
                                   f"not parse: {e}") from None
             done.append(dispatch.fingerprint)
-        out = io.BytesIO()
-        module.operation.write_bytecode(out)
-        return out.getvalue(), done
+        # as text: IREE 3.13's bindings write bytecode without the module's dense_resource
+        # blobs ("resource data missing in input IR"), a model's small constants among them
+        return str(module).encode(), done
