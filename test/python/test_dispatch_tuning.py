@@ -257,3 +257,17 @@ def test_a_spent_budget_measures_nothing_more_and_says_so(tmp_path):
     assert report.matmul_tile is None and report.dispatches.climbs == []
     stored = TuningDatabase(tmp_path / "tuning.json").choices(tuning.cpu_key("cpu"))
     assert not any(tuning.dispatch_op(k) for k in stored), stored
+
+
+def test_a_benchmark_iree_cannot_compile_alone_is_not_timed(monkeypatch, dumped):
+    """IREE 3.13 rejects some of its own dumped benchmarks (NCHW depthwise convolutions:
+    "failed to build pass pipeline"): the climb times nothing and says why."""
+    _, benchmarks = dumped
+    path = next(p for p in benchmarks if _matmuls(dispatch_configs.read(p.read_text())))
+    source = path.read_text()
+    d = _matmuls(dispatch_configs.read(source))[0]
+    monkeypatch.setattr(dispatch_search, "_compile",
+                        lambda *a: (None, "error: failed to build pass pipeline", 0.1))
+    climb = dispatch_search.climb_dispatch(dispatch_search.Task(d, source, 1.0), seconds=5)
+    assert climb.tried == 0 and not climb.improved
+    assert "failed to build pass pipeline" in climb.history[0]["error"]
