@@ -567,6 +567,31 @@ def render_backend_call(data: dict, path: str) -> str:
     return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
 
 
+# -- backend_call.py --zoo --json -----------------------------------------------------------------
+def render_backend_call_zoo(data: dict, path: str) -> str:
+    columns = ("eager", "artifact", "backend", "Dynamo's floor", "limit", "backend / limit",
+               "backend / eager")
+    lines = [f"| µs a call, medians of {data['rounds']} interleaved rounds | "
+             + " | ".join(columns) + " | graphs |",
+             "| --- |" + " ---: |" * len(columns) + " --- |"]
+    for r in data["models"]:
+        ran = ", ".join(g["ran"] + (" direct" if g.get("direct") else "")
+                        for g in r["graphs"]) or "none: Dynamo runs it eagerly"
+        lines.append(f"| {r['model']} | " + " | ".join(
+            f"{r[c]:.2f}" if "/" in c else _num(r[c]) for c in columns) + f" | {ran} |")
+    rows = data["models"]
+    over = [r["model"] for r in rows if r["backend / limit"] > 1]
+    slower = [r["model"] for r in rows if r["backend / eager"] > 1]
+    lines.append("")
+    lines.append(f"limit = 1.1 × artifact + 20 µs. Geomean backend / limit "
+                 f"{geomean([r['backend / limit'] for r in rows]):.2f}, backend / artifact "
+                 f"{geomean([r['backend'] / r['artifact'] for r in rows]):.2f}, backend / eager "
+                 f"{geomean([r['backend / eager'] for r in rows]):.2f}; over the limit: "
+                 f"{', '.join(over) or 'none'}; slower than eager: {', '.join(slower) or 'none'}. "
+                 f"Load average {data['load_after']:.2g} at the end of the run.")
+    return "\n".join(lines) + "\n\n" + provenance(path, data["meta"])
+
+
 # -- composite_overrides.py --json ----------------------------------------------------------------
 def render_composite_overrides(data: dict, path: str) -> str:
     lines = [f"| run_decompositions, s (medians of {data['rounds'] - 1}, interleaved) | torch's "
@@ -2032,6 +2057,17 @@ BLOCKS: dict[str, Block] = {
          "resnet18,mobilenet_v2,bert_small --calls 10 --rounds 11 "
          "--json benchmarks/results/backend-call-zen4-larger.json",),
         render_backend_call),
+    "backend-call-zoo-zen4-before": Block(
+        ("backend-call-zoo-zen4-before.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/backend_call.py "
+         "--zoo --rounds 31 --sample-ms 2 --json benchmarks/results/backend-call-zoo-zen4-before.json "
+         "(the backend at 8274e83, the script of d6c8498)",),
+        render_backend_call_zoo),
+    "backend-call-zoo-zen4": Block(
+        ("backend-call-zoo-zen4.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/backend_call.py "
+         "--zoo --rounds 31 --sample-ms 2 --json benchmarks/results/backend-call-zoo-zen4.json",),
+        render_backend_call_zoo),
     "composite-overrides": Block(
         ("composite-overrides.json",),
         (".venv/bin/python benchmarks/composite_overrides.py "

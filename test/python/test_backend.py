@@ -4,6 +4,7 @@ passed at each call, and training runs forward and backward graphs through lower
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 
@@ -944,3 +945,12 @@ def test_recurrent_layers_run_in_lowerkit_not_eagerly(cell):
         for _ in range(3):
             assert compare(compiled(x), model(x)).ok
     assert [(r.ran, r.direct) for r in backend.graphs()] == [("lowerkit", True)]
+
+    # under autograd: forward and backward graphs in lowerkit, eager's gradients
+    twin = copy.deepcopy(model)
+    compiled(x).square().sum().backward()
+    twin(x).square().sum().backward()
+    for ours, theirs in zip(model.parameters(), twin.parameters()):
+        assert compare(ours.grad, theirs.grad).ok
+    assert [(r.kind, r.ran) for r in backend.graphs()[1:]] == [("forward", "lowerkit"),
+                                                               ("backward", "lowerkit")]
