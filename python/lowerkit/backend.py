@@ -320,7 +320,10 @@ def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
     bare value for one position and fails for none)."""
     if len(positions) > 1:
         return operator.itemgetter(*positions)
-    return lambda args: tuple(args[i] for i in positions)
+    if positions:
+        only = positions[0]
+        return lambda args: (args[only],)
+    return lambda args: ()
 
 
 class _ModuleState:

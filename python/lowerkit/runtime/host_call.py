@@ -37,11 +37,14 @@ def _eligible(art: Any) -> bool:
 def _invoker(exe: Any, dtypes: Sequence[torch.dtype], n_results: int) -> Callable | None:
     """``exe``'s call for host tensors of ``dtypes`` (contiguous or not): a list of tensors in,
     a list of result tensors out; None when its driver is not chosen yet, or a dtype crosses
-    the call widened or as another type's bits (bfloat16)."""
+    the call widened or as another type's bits (bfloat16). On the local-sync twin that
+    `executable._HostPath` chose, IREE's invoke is called as it is, not through the
+    `yielding_wait` policy switches that `Executable.call` makes for local-task's waits."""
     if not exe.settled or any(d in exe.widen or d is torch.bfloat16 for d in dtypes):
         return None
     path = exe._host_path
-    rt, device, context, fn = exe.loaded if path is None else path.pick()
+    loaded = exe.loaded if path is None else path.pick()
+    rt, device, context, fn = loaded
     hal = _hal(rt)
     alloc = device.allocator.allocate_buffer_copy
     memory, usage = hal.memory, hal.usage
@@ -49,6 +52,11 @@ def _invoker(exe: Any, dtypes: Sequence[torch.dtype], n_results: int) -> Callabl
     huge = huge_pages.MIN_BYTES if huge_pages.madvise() else math.inf
     copy_in = huge_pages.copy_in
     variants, view, call = rt.VmVariantList, rt.HalBufferView, exe.call
+    if path is not None and path._twin is not None and loaded is path._twin.loaded:
+        # local-sync runs the program in the caller's thread: there is no wait on workers for
+        # `yielding_wait` to yield, only its two policy switches around a long call
+        def call(context: Any, fn: Any, args: Any, results: Any) -> None:
+            context.invoke(fn, args, results)
     n_in = len(types)
     outs = range(n_results)
 
