@@ -231,6 +231,45 @@ def render_real_models(data: dict, path: str) -> str:
     return "\n".join(lines) + f"\n\n{said}.\n\n" + provenance(path, data["meta"])
 
 
+def _tuned_summary(tuned: dict) -> str:
+    """What a compile took from a tuning database (`Artifact.tuned`), counted."""
+    forms = [v for k, v in tuned.items() if k.startswith(("conv1d ", "conv2d "))]
+    parts = [f"{len(forms)} convolution form(s) ({forms.count('taps')} per tap)"] if forms else []
+    parts += [f"convolutions {v}" for k, v in tuned.items() if k.startswith("convolutions ")]
+    if "matmul-tile-bytes" in tuned:
+        parts.append(f"matmul tile {tuned['matmul-tile-bytes']} bytes")
+    if "dispatch" in tuned:
+        parts.append(tuned["dispatch"])
+    return "; ".join(parts)
+
+
+def render_real_models_tuned(data: dict, path: str) -> str:
+    """`lowerkit bench MODELS --peers --tuned DB`: lowerkit after `lowerkit tune` (its
+    database stored beside the run) against every contender and against itself untuned."""
+    tuned = "lowerkit-tuned"
+    names = ("eager", "torch.compile", "openvino", "iree-defaults", "lowerkit")
+    others = [c for c in names if any(c in m["median_ms"] for m in data["models"])]
+    lines = ["| model | " + " | ".join(f"{c} ms" for c in (*others, tuned)) + " | "
+             + " | ".join(f"tuned × {c}" for c in others) + " | what the database gave |",
+             "| --- |" + " ---: |" * (2 * len(others) + 1) + " --- |"]
+    ratios: dict[str, list[float]] = {c: [] for c in others}
+    for r in data["models"]:
+        m = r["median_ms"]
+        for c in others:
+            ratios[c].append(m[c] / m[tuned] if m.get(c) and m.get(tuned) else math.nan)
+        gave = _tuned_summary(r.get("tuned") or {})
+        failed = "; ".join(f"{k}: failed" for k in r.get("errors") or {})
+        lines.append(f"| {r['model']}{' (' + failed + ')' if failed else ''} | "
+                     + " | ".join(_num(m.get(c)) for c in (*others, tuned)) + " | "
+                     + " | ".join(_ratio(ratios[c][-1]) for c in others)
+                     + f" | {gave or 'nothing for this model'} |")
+    lines.append(f"| **geomean, {len(data['models'])} models** |" + " |" * (len(others) + 1)
+                 + " | ".join(f" **{_ratio(geomean(ratios[c]))}**" for c in others) + " | |")
+    lost = [r["model"] for r, x in zip(data["models"], ratios.get("eager", [])) if x < 1.0]
+    said = f"tuned, slower than eager: {', '.join(lost) if lost else 'none'}"
+    return "\n".join(lines) + f"\n\n{said}.\n\n" + provenance(path, data["meta"])
+
+
 def render_zoo_summary(two: dict, one: dict, paths: tuple[str, str]) -> str:
     lines = ["| zoo models, batch 1 | models | geomean × eager | geomean × torch.compile "
              "| slower than eager |", "| --- | ---: | ---: | ---: | --- |"]
@@ -1414,6 +1453,16 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real-models --peers --rounds 7"
          " --torch-threads 2 --json benchmarks/results/real-models-zen4.json",),
         render_real_models, torch_threads=2),
+    "real-models-tuned-zen4": Block(
+        ("real-models-tuned-zen4.json",),
+        ("for m in regnet_y_400mf convnext_tiny mobilenet_v3_small resnet50; do "
+         "LOWERKIT_TUNING_DB=benchmarks/results/tuning-real-models-zen4.json .venv/bin/lowerkit "
+         "tune $m --budget 5m --rounds 7; done",
+         "LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench "
+         "regnet_y_400mf,convnext_tiny,mobilenet_v3_small,resnet50 --peers --tuned "
+         "benchmarks/results/tuning-real-models-zen4.json --rounds 7 --torch-threads 2 --json "
+         "benchmarks/results/real-models-tuned-zen4.json"),
+        render_real_models_tuned, torch_threads=2),
     "zoo-2threads": Block(
         (ZOO_2,),
         (f".venv/bin/lowerkit bench zoo --torch-threads 2 --json benchmarks/results/{ZOO_2}",),
