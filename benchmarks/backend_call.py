@@ -31,7 +31,9 @@ Per model, interleaved round by round, medians of rounds of many calls (µs a ca
 of calls, interleaved round by round, and per model ``limit`` = 1.1 × artifact + 20 µs,
 ``backend / limit`` (at most 1 meets the bar) and ``backend / eager`` (at most 1: the backend
 is no slower than eager); where each graph ran (lowerkit, called direct or through
-aot_autograd, or eager) is stored beside them.
+aot_autograd, or eager) and the CPU driver each program's first calls chose (``drivers``: the
+Artifact's and each graph's; local-sync or local-task, `executable._HostPath`) are stored
+beside them.
 
     OMP_WAIT_POLICY=PASSIVE LOWERKIT_TUNING_DB=off .venv/bin/python benchmarks/backend_call.py \
         --zoo --json benchmarks/results/backend-call-zoo-zen4.json
@@ -155,16 +157,37 @@ def _zoo_contenders(model, args, kwargs) -> tuple[dict, list[dict]]:
     lowerkit_backend.reset()
     compiled = torch.compile(model, backend="lowerkit")
     got = compiled(*args, **kwargs)
+    records = lowerkit_backend.graphs()
     graphs = [{"kind": g.kind, "ops": g.ops, "ran": g.ran, "direct": g.direct,
                "reason": g.reason.splitlines()[0][:200] if g.reason else None}
-              for g in lowerkit_backend.graphs()]
+              for g in records]
     flat = [t for t in torch.utils._pytree.tree_leaves((out, got)) if isinstance(t, torch.Tensor)]
     half = len(flat) // 2
     for want, have in zip(flat[:half], flat[half:]):  # the backend's answer is eager's
         torch.testing.assert_close(have, want, rtol=1e-3, atol=1e-3)
-    return {"eager": lambda: model(*args, **kwargs), "artifact": lambda: art(*args, **kwargs),
-            "backend": lambda: compiled(*args, **kwargs),
-            "Dynamo's floor": lambda: floor(*args, **kwargs)}, graphs
+    parts = {"eager": lambda: model(*args, **kwargs), "artifact": lambda: art(*args, **kwargs),
+             "backend": lambda: compiled(*args, **kwargs),
+             "Dynamo's floor": lambda: floor(*args, **kwargs)}
+    # the CPU driver each program's first calls chose (`executable._HostPath`), once timed
+    return parts, graphs, lambda: {"artifact": _driver(art),
+                                   "backend": [_driver(g.artifact) for g in records]}
+
+
+def _driver(art) -> str | None:
+    """The driver serving ``art``'s calls: local-task, local-sync (the twin the trials chose,
+    or the program's own), "undecided" while the trials run; None before it loads."""
+    exe = getattr(art, "_executable", None)
+    if exe is None:
+        return None
+    path = exe._host_path
+    if path is None:
+        return exe.driver
+    chosen = path._chosen
+    if chosen is None:
+        return "undecided"
+    if chosen == ("twin",) or (path._twin is not None and chosen is path._twin.loaded):
+        return "local-sync"
+    return exe.driver
 
 
 def _sized(parts: dict, rounds: int, sample_s: float) -> dict[str, float]:
@@ -207,16 +230,18 @@ def zoo(opts) -> int:
     for name in names:
         model, args, kwargs = ZOO[name].make()
         with torch.inference_mode():
-            parts, graphs = _zoo_contenders(model, args, kwargs)
+            parts, graphs, drivers = _zoo_contenders(model, args, kwargs)
             times = _sized(parts, opts.rounds, opts.sample_ms / 1e3)
+            drivers = drivers()
         times["limit"] = 1.1 * times["artifact"] + 20.0
         times["backend / limit"] = times["backend"] / times["limit"]
         times["backend / eager"] = times["backend"] / times["eager"]
-        rows.append({"model": name, **times, "graphs": graphs, "load": os.getloadavg()[0]})
+        rows.append({"model": name, **times, "graphs": graphs, "drivers": drivers,
+                     "load": os.getloadavg()[0]})
         print(f"{name}: " + ", ".join(f"{c} {times[c]:.2f}" if "/" in c else f"{c} {times[c]:.1f}"
                                       for c in ZOO_COLUMNS)
-              + f"; graphs {[g['ran'] + (' direct' if g['direct'] else '') for g in graphs]}",
-              flush=True)
+              + f"; graphs {[g['ran'] + (' direct' if g['direct'] else '') for g in graphs]}"
+              + f"; drivers {drivers}", flush=True)
     table = Table(title=f"µs a call, medians of {opts.rounds} interleaved rounds "
                         f"(samples of ~{opts.sample_ms:g} ms); limit = 1.1 × artifact + 20 µs")
     for column in ("model", *ZOO_COLUMNS, "graphs"):
