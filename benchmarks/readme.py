@@ -611,13 +611,17 @@ def render_backend_call_zoo(data: dict, path: str) -> str:
     columns = ("eager", "artifact", "backend", "Dynamo's floor", "limit", "backend / limit",
                "backend / eager")
     lines = [f"| µs a call, medians of {data['rounds']} interleaved rounds | "
-             + " | ".join(columns) + " | graphs |",
-             "| --- |" + " ---: |" * len(columns) + " --- |"]
+             + " | ".join(columns) + " | graphs | drivers: artifact / backend |",
+             "| --- |" + " ---: |" * len(columns) + " --- | --- |"]
     for r in data["models"]:
         ran = ", ".join(g["ran"] + (" direct" if g.get("direct") else "")
                         for g in r["graphs"]) or "none: Dynamo runs it eagerly"
+        drivers = r.get("drivers")  # stored since 93fd3fe
+        drivers = (f"{drivers['artifact']} / {', '.join(map(str, drivers['backend'])) or '-'}"
+                   if drivers else "-")
         lines.append(f"| {r['model']} | " + " | ".join(
-            f"{r[c]:.2f}" if "/" in c else _num(r[c]) for c in columns) + f" | {ran} |")
+            f"{r[c]:.2f}" if "/" in c else _num(r[c]) for c in columns)
+            + f" | {ran} | {drivers} |")
     rows = data["models"]
     over = [r["model"] for r in rows if r["backend / limit"] > 1]
     slower = [r["model"] for r in rows if r["backend / eager"] > 1]
