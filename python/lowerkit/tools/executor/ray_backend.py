@@ -98,8 +98,13 @@ class RayExecutor:
                                           configure_logging=False)
             if self.address:
                 kwargs["address"] = self.address
-            elif self.num_cpus is not None:
-                kwargs["num_cpus"] = self.num_cpus
+            else:
+                # a new local Ray, as documented: without an address ray.init joins the cluster
+                # named in /tmp/ray/ray_current_cluster, which an earlier `ray start` leaves
+                # behind even once that cluster is gone (and refuses num_cpus there)
+                kwargs["address"] = "local"
+                if self.num_cpus is not None:
+                    kwargs["num_cpus"] = self.num_cpus
             ship = self.ship_source if self.ship_source is not None else bool(self.address)
             source = development_source() if ship else None
             if source:
