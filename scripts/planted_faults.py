@@ -1142,9 +1142,8 @@ FAULTS = [
           ["test/python/test_tuning.py::test_a_changed_choice_is_not_answered_from_the_cache"],
           "python/lowerkit/tuning.py",
           "    if (_active.forced is not None or _active.forced_tile is not None\n"
-          "            or _active.forced_convolutions is not None):\n"
-          "        return f\"forced {_active.forced} {_active.forced_tile} {_active.forced_convolutions}\"\n",
-          ""),
+          "            or _active.forced_convolutions is not None or _active.forced_dispatches is not None):\n",
+          "    if False:\n"),
     Fault("depthwise-tap-weights-transposed", "a depthwise convolution's taps take their weights in the wrong order",
           ["test/python/test_decompositions.py::test_depthwise_convolutions_per_tap_match_eager"],
           "python/lowerkit/ingress/decompositions.py",
@@ -1328,8 +1327,8 @@ FAULTS = [
     Fault("data-tiled-left-out-of-fingerprint", "a forced convolution strategy is left out of the tuning digest, so the cache answers the rule's code",
           ["test/python/test_tuning.py::test_the_convolution_strategy_keys_the_cache"],
           "python/lowerkit/tuning.py",
-          "            or _active.forced_convolutions is not None):\n",
-          "            or False):\n"),
+          "            or _active.forced_convolutions is not None or _active.forced_dispatches is not None):\n",
+          "            or _active.forced_dispatches is not None):\n"),
     Fault("data-tiled-stack-left-at-default", "data-tiled compiles keep iree-compile's 32 KiB stack limit, so ResNet-50's residual add is rejected and compiled by the rule",
           ["test/python/test_tuning.py::test_data_tiled_code_that_keeps_more_stack_than_irees_defaults_compiles_and_runs"],
           "python/lowerkit/tuning.py",
