@@ -2107,6 +2107,11 @@ FAULTS = [
           "python/lowerkit/tools/dispatch_search.py",
           "                       and beats(samples[n], samples[\"best\"], margin)]\n",
           "                       ]\n"),
+    Fault("backend-swallows-restart-analysis", "the backend runs a graph eagerly when Dynamo asks to trace it again (a tensorified scalar)",
+          ["test/python/test_backend_generate.py::test_gpt2_generate_dynamic_true_matches_eager_with_every_graph_in_lowerkit"],
+          "python/lowerkit/backend.py",
+          "        if isinstance(e, _RestartAnalysis):  # Dynamo traces the frame again (a tensorified scalar)\n",
+          "        if False:\n"),
 ]
 
 

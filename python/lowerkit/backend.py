@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
+from torch._dynamo.exc import RestartAnalysis as _RestartAnalysis
 
 from . import api, tuning
 from .errors import LowerkitError
@@ -594,6 +595,8 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: di
             compiled = aot(lifted, [example_inputs[i] for i in kept_inputs])
     except Exception as e:
         if opts.get("strict") or raised_by_lowerkit:  # however aot_autograd wrapped it
+            raise
+        if isinstance(e, _RestartAnalysis):  # Dynamo traces the frame again (a tensorified scalar)
             raise
         # aot_autograd could not trace what Dynamo could (a value read from data that its
         # functionalization must specialize on): the graph runs as Dynamo gave it, and says why

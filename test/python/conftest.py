@@ -248,15 +248,7 @@ def _left_out_of_default_tier(config, items) -> None:
 # strict xfail naming the defect, so the test still runs in CI (which runs the slow tier) and
 # its fix fails here (XPASS) until its entry is removed. Found by the first full-suite run
 # (issue 72).
-KNOWN_DEFECTS = {
-    "test_backend_generate.py::test_gpt2_generate_dynamic_true_matches_eager_with_every_graph_in_lowerkit":
-        "backend.py: `backend()`'s `except Exception` around aot_autograd catches Dynamo's "
-        "TensorifyScalarRestartAnalysis (a torch._dynamo.exc.RestartAnalysis: Dynamo's signal to "
-        "trace the frame again) and runs the graph eagerly; it must re-raise RestartAnalysis",
-    "test_backend_generate.py::test_llama_generate_dynamic_true_matches_eager_with_every_graph_in_lowerkit":
-        "the same defect as the GPT-2 case: aot_autograd's TensorifyScalarRestartAnalysis is "
-        "caught by backend.py and the graph runs eagerly",
-}
+KNOWN_DEFECTS: dict[str, str] = {}
 
 
 def _known_defects(items) -> None:
