@@ -241,6 +241,9 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
         configured = (art.compile_stats or {}).get("tuned_dispatches")
         if configured:
             art.tuned[tuning.DISPATCH] = f"{configured} dispatch(es) with lowerkit tune's configs"
+        flag_set = (art.compile_stats or {}).get("flag_set")
+        if flag_set and tuning.forcing_flag_set() is None:
+            art.tuned[tuning.FLAG_SET] = flag_set
         if every_whole:
             art.compile_stats = {**(art.compile_stats or {}), "convolutions": EVERY_WHOLE}
         return art
@@ -415,8 +418,10 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     start = time.perf_counter()
     bytecode = bridge.to_iree_bytecode(module)
     serialise = time.perf_counter() - start
+    program = compiler.program_key(bytecode)
+    flag_set = tuning.flag_set(target, program)
     result = compiler.compile_to_vmfb(
-        bytecode, target, list(iree_flags), last_rung=last_rung,
+        bytecode, target, list(iree_flags), last_rung=last_rung, first_rung=flag_set,
         dispatch_configs=tuning.dispatch_configs(target) if "llvm-cpu" in target.backend else None,
         **(dump.iree_options() if dump is not None else {"phases": iree_phases}))
     records.append(StageRecord(compiler.STAGE, Build.IREE, serialise + result.seconds, Counter()))
@@ -427,7 +432,8 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
         signature = dataclasses.replace(signature, seeded=True)
     art = Artifact(result.vmfb, target, signature, records, device)
     art.parameters = slots
-    art.compile_stats = compiler.statistics(result)
+    art.compile_stats = {**compiler.statistics(result), "program": program,
+                         **({"flag_set": flag_set} if flag_set else {})}
     if "llvm-cpu" in target.backend.split("+"):  # what the CPU code may use, checked at load
         resolved = resolve_host_cpu(llvmcpu_flags([*target.flags, *iree_flags]))
         art.cpu = {k: resolved[k] for k in ("cpu", "cpu_features") if k in resolved}

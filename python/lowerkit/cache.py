@@ -39,6 +39,7 @@ from .registry import custom_ops
 from .runtime.artifact import Artifact
 from .stages.pipeline import Pipeline
 from . import target as targets  # by module: which CPU "host" is, looked up at each key
+from . import tuning
 from .target import Target
 
 KEY_FORMAT = 3                   # bump when the key's recipe changes
@@ -135,6 +136,9 @@ def recipe_key(pipeline: "Pipeline", target: "Target", flags: Sequence[str] = ()
         "flags": list(flags),
         "host_cpu": targets.resolve_host_cpu(host_flags) if host_flags else None,
         "versions": toolchain_versions(),
+        # lowerkit tune's records that reach iree-compile without a flag (a program's flag
+        # set, dispatch configs): a changed record never answers with older code
+        "tuning": tuning.digest(target),
     }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True, default=repr).encode()).hexdigest()
 

@@ -175,6 +175,22 @@ def cpu_key(target: Any = "cpu") -> str | None:
 # A dispatch's lowering config (`lowerkit.iree.dispatch_configs`), keyed "dispatch FINGERPRINT"
 DISPATCH = "dispatch"
 _LOWERING_CONFIG = "#iree_cpu.lowering_config<"
+# A program's whole-compile flag set, measured by `lowerkit tune`: the name of the compile
+# ladder's rung (`iree.compiler.LADDER`: data tiling, microkernels and im2col on or off) to
+# start from, keyed by `iree.compiler.program_key`. Per program, as no set wins on every model
+# or on every CPU (docs/guides/tuning.md).
+FLAG_SET = "flags"
+
+
+def flag_set_op(op: str) -> bool:
+    """Whether ``op`` keys one program's flag set."""
+    return op.startswith(f"{FLAG_SET} ")
+
+
+def flag_set_names() -> tuple[str, ...]:
+    from .iree.compiler import LADDER
+
+    return tuple(name for name, _ in LADDER)
 
 
 def dispatch_op(op: str) -> bool:
@@ -193,6 +209,8 @@ def valid_choice(op: str, choice: Any) -> bool:
                                           and int(choice) > 0)
     if program_op(op):
         return choice in CONVOLUTION_STRATEGIES
+    if flag_set_op(op):
+        return choice in flag_set_names()
     if dispatch_op(op):  # IREE_DEFAULT: searched, IREE's own kept
         return choice == IREE_DEFAULT or (isinstance(choice, str)
                                           and choice.startswith(_LOWERING_CONFIG))
@@ -200,6 +218,8 @@ def valid_choice(op: str, choice: Any) -> bool:
 
 
 def _choices_text(op: str) -> str:
+    if flag_set_op(op):
+        return str(flag_set_names())
     if dispatch_op(op):
         return f"{IREE_DEFAULT!r} or an {_LOWERING_CONFIG}...>"
     if program_op(op):
@@ -285,9 +305,24 @@ def open_database(path: "str | Path | None" = None) -> TuningDatabase | None:
     """The database at ``path`` (default: `default_path`); None when off or when no file is
     there yet (nothing was tuned, and a compile then resolves no CPU for it)."""
     path = Path(path) if path is not None else default_path()
-    if path is None or not path.exists():
+    if path is None:
         return None
-    return TuningDatabase(path)
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    # one compile asks several times (choices, flag set, dispatch configs): read the file
+    # once per version of it
+    key = (str(path), stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    db = _OPENED.get(key)
+    if db is None:
+        db = TuningDatabase(path)
+        _OPENED.clear()
+        _OPENED[key] = db
+    return db
+
+
+_OPENED: dict[tuple, TuningDatabase] = {}
 
 
 class _Active(threading.local):
@@ -299,6 +334,7 @@ class _Active(threading.local):
     forced_convolutions: str | None = None  # a convolution strategy in place of the stored one
     forced_why: str | None = None  # why it was forced when no caller asked (`why_convolutions`)
     forced_dispatches: dict | None = None  # lowering configs in place of the stored ones
+    forced_flag_set: str | None = None  # a ladder rung in place of the stored flag set
     asked: list | None = None
     used: dict[str, str] | None = None
     per_tap: list | None = None
@@ -435,6 +471,31 @@ def forced_dispatch_configs(configs: dict[str, str]) -> Iterator[None]:
         yield
 
 
+def flag_set(target: Any, program: str, database: "TuningDatabase | None" = None) -> str | None:
+    """The compile ladder rung `lowerkit tune` measured fastest for ``program``
+    (`iree.compiler.program_key`) on ``target``'s CPU, or the one `forced_flag_set` gives; None:
+    the ladder starts at its fast rung. Only for a target that is llvm-cpu alone."""
+    if _active.forced_flag_set is not None:
+        return _active.forced_flag_set
+    if not cpu_only(target):
+        return None
+    db = database if database is not None else open_database()
+    if db is None or not db.entries:
+        return None
+    return db.choice(cpu_key(target), f"{FLAG_SET} {program}")
+
+
+def forcing_flag_set() -> str | None:
+    return _active.forced_flag_set
+
+
+@contextlib.contextmanager
+def forced_flag_set(rung: str) -> Iterator[None]:
+    """Compiles inside start the compile ladder at ``rung`` (the tuner's candidates)."""
+    with _set(forced_flag_set=rung):
+        yield
+
+
 def data_tiling_pays(target: Any) -> bool:
     """Whether the CPU ``target`` compiles for has 512-bit vectors (AVX-512), as iree-compile
     resolves it (the host's for a target without a CPU): the CPUs where lowerkit's own
@@ -461,11 +522,13 @@ def digest(target: Any, database: "TuningDatabase | None" = None) -> str:
     """`TuningDatabase.digest` of the default database for ``target`` ("" when there is none),
     or the form `forced` makes every convolution take."""
     if (_active.forced is not None or _active.forced_tile is not None
-            or _active.forced_convolutions is not None or _active.forced_dispatches is not None):
+            or _active.forced_convolutions is not None or _active.forced_dispatches is not None
+            or _active.forced_flag_set is not None):
         configs = hashlib.sha256(json.dumps(sorted((_active.forced_dispatches or {}).items()))
                                  .encode()).hexdigest()[:12]
         return (f"forced {_active.forced} {_active.forced_tile} {_active.forced_convolutions} "
-                f"{configs if _active.forced_dispatches is not None else None}")
+                f"{configs if _active.forced_dispatches is not None else None} "
+                f"{_active.forced_flag_set}")
     db = database if database is not None else open_database()
     if db is None or not db.entries:
         return ""

@@ -207,7 +207,11 @@ def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, capsys):
     assert "2 convolution shape(s)" in capsys.readouterr().out
     stored = json.loads(path.read_text())["entries"][tuning.cpu_key("cpu")]
     program = next(k for k in stored if k.startswith(f"{tuning.CONVOLUTIONS} "))
-    assert set(stored) == {WIDE, THIN, tuning.MATMUL_TILE, program}
+    flags = next(k for k in stored if tuning.flag_set_op(k))
+    assert set(stored) == {WIDE, THIN, tuning.MATMUL_TILE, program, flags}
+    flag_set = stored.pop(flags)  # the whole model, compiled from each ladder rung
+    assert flag_set["choice"] in tuning.flag_set_names(), flag_set
+    assert len(flag_set["ms"]) >= 4 and max(flag_set["error_over_scale"].values()) <= 1e-4
     strategy = stored.pop(program)  # the whole model, compiled once per strategy
     assert strategy["choice"] in tuning.CONVOLUTION_STRATEGIES, strategy
     assert set(strategy["ms"]) == set(tuning.CONVOLUTION_STRATEGIES), strategy
@@ -225,8 +229,10 @@ def test_lowerkit_tune_measures_stores_and_is_read_back(tmp_path, capsys):
     # stored shapes are not measured again (a compile reading them: the tests above)
     again = lowerkit.tune(*two_convs(), database=path, rounds=3, dispatches=False)
     assert again.measured == [] and again.matmul_tile is None and again.convolutions is None
+    assert again.flag_set is None
     assert again.known == {**{k: e["choice"] for k, e in stored.items()},
-                           tuning.MATMUL_TILE: tile["choice"], program: strategy["choice"]}
+                           tuning.MATMUL_TILE: tile["choice"], program: strategy["choice"],
+                           flags: flag_set["choice"]}
 
 
 def test_a_malformed_database_is_named_in_the_error(tmp_path, monkeypatch):
@@ -336,6 +342,84 @@ def test_the_matmul_tile_is_chosen_only_when_it_beats_irees_default(monkeypatch,
                                          candidates=(tuning.IREE_DEFAULT, "2097152"))
     assert m.choice == chosen, m.why
     assert set(m.ms) == {tuning.IREE_DEFAULT, "2097152"}
+    assert max(m.error_over_scale.values()) < 1e-5, m.error_over_scale
+
+
+# -- the flag set: one compile ladder rung per program (`tuning.FLAG_SET`) ------------------------
+def _program_key(model, args) -> str:
+    return lowerkit.compile(model, args, cache=False).compile_stats["program"]
+
+
+def test_the_program_key_keeps_the_architecture_and_shapes_not_the_weights():
+    model, args = _linear()
+    key = _program_key(model, args)
+    torch.manual_seed(1)
+    assert _program_key(torch.nn.Linear(64, 32).eval(), args) == key  # other weights
+    assert _program_key(model, (torch.randn(4, 64),)) != key          # another shape
+    assert _program_key(torch.nn.Linear(64, 16).eval(), args) != key  # another layer
+
+
+def test_a_stored_flag_set_starts_that_programs_compile_at_its_rung(tmp_path, monkeypatch):
+    model, args = _linear()
+    key = _program_key(model, args)
+    rung = tuning.flag_set_names()[-1]  # IREE's plain defaults
+    db = _database(tmp_path, {f"{tuning.FLAG_SET} {key}": rung})
+    monkeypatch.setenv(tuning.ENV, str(db.path))
+    art = lowerkit.compile(model, args, cache=False)
+    assert art.compile_stats["rung"] == rung and art.tuned.get(tuning.FLAG_SET) == rung, (
+        art.compile_stats["rung"], art.tuned)
+    assert f"flag set '{rung}'" in art.stage_table().caption
+    with torch.inference_mode():
+        assert compare(art(*args), model(*args)).ok
+    # another program, or another CPU's record: the fast rung
+    other = lowerkit.compile(torch.nn.Linear(64, 16).eval(), args, cache=False)
+    assert other.compile_stats["rung"] == "fast" and tuning.FLAG_SET not in other.tuned
+    elsewhere = _database(tmp_path / "elsewhere", {f"{tuning.FLAG_SET} {key}": rung},
+                          cpu="iree 0.0 another-cpu 0")
+    monkeypatch.setenv(tuning.ENV, str(elsewhere.path))
+    assert lowerkit.compile(model, args, cache=False).compile_stats["rung"] == "fast"
+
+
+def test_a_changed_flag_set_is_never_answered_from_the_cache(tmp_path, monkeypatch):
+    model, args = _linear()
+    key = _program_key(model, args)
+    monkeypatch.setenv("LOWERKIT_CACHE_DIR", str(tmp_path / "cache"))
+    names = tuning.flag_set_names()
+    db = _database(tmp_path, {f"{tuning.FLAG_SET} {key}": names[1]})
+    monkeypatch.setenv(tuning.ENV, str(db.path))
+    assert lowerkit.compile(model, args).compile_stats["rung"] == names[1]
+    _database(tmp_path, {f"{tuning.FLAG_SET} {key}": names[-1]})
+    assert lowerkit.compile(model, args).compile_stats["rung"] == names[-1]
+
+
+def test_a_flag_set_that_is_not_a_ladder_rung_is_refused(tmp_path):
+    with pytest.raises(TuningError, match="IREE defaults"):
+        TuningDatabase(tmp_path / "t.json").record("cpu", f"{tuning.FLAG_SET} 0123", "fastest",
+                                                   {})
+
+
+@pytest.mark.parametrize("defaults_ms,chosen", [
+    (8.0, "IREE defaults"),   # 20 % faster in every round: chosen
+    (9.8, "fast"),            # 2 % faster: within the margin, the fast rung is kept
+])
+def test_the_flag_set_is_chosen_only_when_it_beats_the_fast_rung(monkeypatch, defaults_ms,
+                                                                 chosen):
+    from lowerkit.tools import tune as tune_module
+
+    names = tune_module.flag_set_candidates("cpu")
+    assert names[0] == "fast" and names[-1] == "IREE defaults", names
+
+    def timed(fns, n):
+        assert set(fns) == set(names)  # every rung compiled and timed
+        return {name: [(defaults_ms if name == "IREE defaults" else 10.0) + 0.01 * r
+                       for r in range(n)] for name in fns}
+
+    monkeypatch.setattr(tune_module, "time_interleaved", timed)
+    model, args = _linear()
+    m = tune_module.measure_flag_sets(model, args, rounds=7)
+    assert m.choice == chosen, m.why
+    assert m.key == f"{tuning.FLAG_SET} {_program_key(model, args)}"
+    assert m.compiled_as["IREE defaults"] == "IREE defaults", m.compiled_as
     assert max(m.error_over_scale.values()) < 1e-5, m.error_over_scale
 
 

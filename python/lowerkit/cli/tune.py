@@ -31,6 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=duration, default=600.0, metavar="TIME",
                    help="time for the whole tune, e.g. 90s, 10m, 1h (default: 10m); the "
                         "dispatch search gets what the other stages leave")
+    p.add_argument("--no-flag-sets", action="store_true",
+                   help="leave out timing the whole program from each compile ladder rung "
+                        "(data tiling, microkernels, im2col on or off; IREE's defaults)")
     p.add_argument("--no-dispatches", action="store_true",
                    help="leave out the per-dispatch search of tile sizes")
     p.add_argument("--executor", choices=("inprocess", "ray"), default="inprocess",
@@ -100,13 +103,13 @@ def main(args: argparse.Namespace) -> int:
         report = tune(case.fn, case.args, case.kwargs, target=args.target,
                       database=args.database, rounds=args.rounds, retune=args.retune,
                       dynamic_shapes=case.dynamic_shapes, matmul_tile=not args.no_matmul_tile,
-                      convolutions=not args.no_convolutions,
+                      convolutions=not args.no_convolutions, flag_sets=not args.no_flag_sets,
                       dispatches=not args.no_dispatches, budget_s=args.budget,
                       executor=executor, progress=stage, on_dispatch=dispatch)
-    from lowerkit.tuning import MATMUL_TILE, program_op
+    from lowerkit.tuning import MATMUL_TILE, flag_set_op, program_op
 
-    found = len(report.measured) + len({k for k in report.known
-                                        if k != MATMUL_TILE and not program_op(k)})
+    found = len(report.measured) + len({k for k in report.known if k != MATMUL_TILE
+                                        and not program_op(k) and not flag_set_op(k)})
     if report.measured or found:
         console.print(report.table(title=f"{case.name}: {found} convolution shape(s) with a choice, "
                                          f"on {report.cpu}"))
@@ -118,6 +121,9 @@ def main(args: argparse.Namespace) -> int:
     if report.matmul_tile is not None:
         console.print(f"matmul tile for every compile on this CPU: {report.matmul_tile.choice} "
                       f"({report.matmul_tile.why})")
+    if report.flag_set is not None:
+        console.print(f"flag set of this program on this CPU: '{report.flag_set.choice}' "
+                      f"({report.flag_set.why})")
     if report.dispatches is not None:
         d = report.dispatches
         console.print(d.table(title=f"{case.name}: {len(d.climbs)} dispatch(es) searched in "

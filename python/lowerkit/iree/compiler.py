@@ -10,6 +10,7 @@ histograms). A dump asks for both and for the files to be kept.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import shlex
@@ -185,6 +186,13 @@ class CompileResult:
         return sum(f.size for f in self.executables if f.kind == "binary")
 
 
+def program_key(bytecode: bytes) -> str:
+    """What `lowerkit tune` keys a program's flag set by: a hash of the module iree-compile is
+    given. Weights passed by reference are IREE parameters by then, so the same architecture
+    at the same shapes keys the same, whatever its weights."""
+    return hashlib.sha256(bytecode).hexdigest()[:16]
+
+
 def statistics(result: CompileResult) -> dict:
     """What a compilation made, as plain data: per-phase times and ops, dispatches, sizes."""
     return {
@@ -253,6 +261,7 @@ def compile_to_vmfb(
     debug_info: bool = False,
     last_rung: int | None = None,
     dispatch_configs: "dict[str, str] | None" = None,
+    first_rung: str | None = None,
 ) -> CompileResult:
     """Compile MLIR bytecode (linalg on tensors) for ``target``; raise StageError on failure.
     ``last_rung``: go no further down the ladder than this rung (0: the fast one only).
@@ -268,9 +277,14 @@ def compile_to_vmfb(
     ``dispatch_configs``: lowering configs by dispatch fingerprint (`lowerkit tune`'s records),
     given to those dispatches on the fast rung (`_compile_configured`); if iree-compile rejects
     them, the same rung compiles with IREE's own.
+    ``first_rung``: start the ladder at this rung (`lowerkit tune`'s measured flag set for the
+    program, `tuning.flag_set`); a name the target's ladder lacks starts at the fast one.
     """
     refuse_miscompiling_flags(extra_flags, target)
     rungs = ladder(target.compile_flags())
+    names = [name for name, _ in rungs]
+    if first_rung in names:
+        rungs = rungs[names.index(first_rung):]
     if last_rung is not None:  # the caller has another way down than the ladder's next rungs
         rungs = rungs[:last_rung + 1]
     if "cuda" in target.backend.split("+"):
@@ -451,8 +465,7 @@ def _compile_configured(bytecode: bytes, target: Target, extra_flags: list[str] 
     configurations are not dumped then)."""
     from . import dispatch_configs as configured
 
-    flags = [*common_flags(target), *target.compile_flags(), *op_config_flags(bytecode, target),
-             *check_flags(bytecode), *extra_flags]
+    flags = module_flags(bytecode, target, (), extra_flags)
     with tempfile.TemporaryDirectory(prefix="lowerkit-configs-") as tmp:
         src, conf = Path(tmp) / "input.mlirbc", Path(tmp) / "configured.mlir"
         src.write_bytes(bytecode)
@@ -495,6 +508,14 @@ def _warn_configs(error: Exception) -> None:
                   f"--retune)", stacklevel=4)
 
 
+def module_flags(bytecode: bytes, target: Target, dropped: tuple[str, ...] = (),
+                 extra_flags: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """iree-compile's flags for ``bytecode``: the target's less ``dropped`` (a ladder rung),
+    those its marks ask for (lowerkit's own tile sizes, checked ops), then ``extra_flags``."""
+    return [*common_flags(target), *(f for f in target.compile_flags() if f not in dropped),
+            *op_config_flags(bytecode, target), *check_flags(bytecode), *extra_flags]
+
+
 def _compile_once(bytecode: bytes, target: Target, extra_flags: list[str] | tuple[str, ...],
                   dropped: tuple[str, ...], phases_dir: str | os.PathLike | None,
                   executables_dir: str | os.PathLike | None,
@@ -510,8 +531,7 @@ def _compile_once(bytecode: bytes, target: Target, extra_flags: list[str] | tupl
         else:
             keep_phases = True
         execs = Path(executables_dir) if executables_dir is not None else Path(tmp) / "executables"
-        flags = [*common_flags(target), *(f for f in target.compile_flags() if f not in dropped),
-                 *op_config_flags(bytecode, target), *check_flags(bytecode), *extra_flags]
+        flags = module_flags(bytecode, target, dropped, extra_flags)
         replay_flags = list(flags)
         if keep_phases or phases:
             flags.append(f"--dump-compilation-phases-to={phases_dir}")

@@ -281,16 +281,18 @@ class Artifact:
         if stats and stats.get("convolutions"):
             lines.append(f"dense 2-D convolutions: {stats['convolutions']}")
         if self.tuned:
-            from ..tuning import CONVOLUTIONS, DISPATCH, MATMUL_TILE, program_op
+            from ..tuning import CONVOLUTIONS, DISPATCH, FLAG_SET, MATMUL_TILE, program_op
 
             convs = {k: v for k, v in self.tuned.items()
-                     if k not in (MATMUL_TILE, DISPATCH) and not program_op(k)}
+                     if k not in (MATMUL_TILE, DISPATCH, FLAG_SET) and not program_op(k)}
             parts = [f"{len(convs)} convolution(s), " + ", ".join(
                 f"{n} {c}" for c, n in sorted(Counter(convs.values()).items()))] if convs else []
             parts += [f"this program's convolutions {v}" for k, v in self.tuned.items()
                       if program_op(k) and k != CONVOLUTIONS]
             if MATMUL_TILE in self.tuned:
                 parts.append(f"matmul tile {self.tuned[MATMUL_TILE]} bytes")
+            if FLAG_SET in self.tuned:
+                parts.append(f"flag set '{self.tuned[FLAG_SET]}'")
             if DISPATCH in self.tuned:
                 parts.append(self.tuned[DISPATCH])
             lines.append(f"tuned on this CPU (lowerkit tune): {'; '.join(parts)}")

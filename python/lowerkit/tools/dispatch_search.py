@@ -31,7 +31,7 @@ from ..iree import dispatch_configs as configured
 from ..iree.dispatch_configs import Dispatch, LoweringConfig
 from .executor.job import Job
 from .executor.outcome import Item, Outcome
-from .timing import beats
+from .timing import beats, interleaved
 from .timing import quartiles as _quartiles
 
 SAMPLE_SECONDS = 0.01   # each timed sample: enough repeats of the dispatch to last this long
@@ -228,12 +228,7 @@ class _Timer:
 
 def _time(timers: dict[str, _Timer], rounds: int) -> dict[str, list[float]]:
     repeats = max(t.repeats for t in timers.values())
-    names = list(timers)
-    out: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(rounds):
-        for n in (names if r % 2 == 0 else names[::-1]):
-            out[n].append(timers[n].sample(repeats))
-    return out
+    return interleaved({n: (lambda t=t: t.sample(repeats)) for n, t in timers.items()}, rounds)
 
 
 def climb_dispatch(task: Task, target: Any = "cpu", seconds: float = 60.0,

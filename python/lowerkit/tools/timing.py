@@ -8,6 +8,7 @@ paired rounds.
 from __future__ import annotations
 
 import statistics
+from typing import Callable
 
 
 def quartiles(xs: list[float]) -> tuple[float, float]:
@@ -24,3 +25,14 @@ def beats(a: list[float], b: list[float], margin: float = 0.05) -> bool:
     wins = sum(x < y for x, y in zip(a, b))
     return (a_med <= (1 - margin) * b_med and a_q1 <= (1 - margin) * b_q1
             and wins > len(a) / 2)
+
+
+def interleaved(samplers: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+    """``rounds`` samples of each sampler, taken in turn, the order reversed every other round:
+    a drift in the machine's speed falls on every candidate alike."""
+    names = list(samplers)
+    out: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        for n in (names if r % 2 == 0 else names[::-1]):
+            out[n].append(samplers[n]())
+    return out

@@ -31,7 +31,7 @@ import torch
 
 from .. import tuning
 from ..tuning import IM2COL, TAPS, ConvShape, TuningDatabase, TuningError
-from .timing import beats
+from .timing import beats, interleaved
 from .timing import quartiles as _quartiles
 
 ROUNDS = 15
@@ -79,6 +79,7 @@ class TuneReport:
     known: dict[str, str] = field(default_factory=dict)   # shapes already stored, skipped
     matmul_tile: MatmulTileMeasurement | None = None
     convolutions: ConvolutionsMeasurement | None = None
+    flag_set: "FlagSetMeasurement | None" = None
     dispatches: "DispatchesMeasurement | None" = None
     skipped: list[str] = field(default_factory=list)  # what the budget left out
 
@@ -159,16 +160,16 @@ def _calls_per_sample(fns: dict[str, Callable]) -> int:
 def time_interleaved(fns: dict[str, Callable], rounds: int) -> dict[str, list[float]]:
     """Per round, each function's mean ms a call over one sample; the order alternates."""
     calls = _calls_per_sample(fns)
-    names = list(fns)
-    samples: dict[str, list[float]] = {k: [] for k in names}
-    for r in range(rounds):
-        for name in (names if r % 2 == 0 else names[::-1]):
-            f = fns[name]
+
+    def sampler(f: Callable) -> Callable[[], float]:
+        def sample() -> float:
             start = time.perf_counter()
             for _ in range(calls):
                 f()
-            samples[name].append((time.perf_counter() - start) / calls * 1e3)
-    return samples
+            return (time.perf_counter() - start) / calls * 1e3
+        return sample
+
+    return interleaved({name: sampler(f) for name, f in fns.items()}, rounds)
 
 
 def iree_compile_seconds(art: Any) -> float:
@@ -324,6 +325,77 @@ def measure_matmul_tiles(fn: Callable, args: Any = (), kwargs: dict | None = Non
 
 
 @dataclass
+class FlagSetMeasurement:
+    """The whole model compiled from each rung of the compile ladder (data tiling, microkernels
+    and im2col on or off, down to IREE's plain defaults): what was chosen, and why."""
+
+    key: str                          # the program's op key (`tuning.FLAG_SET` + program key)
+    choice: str
+    why: str
+    ms: dict[str, float]
+    rounds: int
+    compile_s: dict[str, float]
+    compiled_as: dict[str, str]       # the rung each candidate was compiled with in the end
+    error_over_scale: dict[str, float]
+    before: str | None = None
+
+    def evidence(self) -> dict:
+        return {"why": self.why, "ms": {k: round(v, 5) for k, v in self.ms.items()},
+                "rounds": self.rounds, "compiled_as": self.compiled_as,
+                "compile_s": {k: round(v, 2) for k, v in self.compile_s.items()},
+                "error_over_scale": self.error_over_scale}
+
+
+def flag_set_candidates(target: Any) -> tuple[str, ...]:
+    """The ladder rungs that change a compile for ``target``, the fast one first."""
+    from ..iree.compiler import ladder
+    from ..target import Target
+
+    return tuple(name for name, _ in ladder(Target.parse(target).compile_flags()))
+
+
+def program_key_of(fn: Callable, args: Any = (), kwargs: dict | None = None, *,
+                   target: Any = "cpu", dynamic_shapes: Any = None) -> str:
+    """`iree.compiler.program_key` of ``fn`` as a compile for ``target`` gives it to
+    iree-compile (with the stored choices that change the program): what its flag set is
+    stored under."""
+    from ..api import compile as compile_program
+
+    with tuning.forced_flag_set(tuning.flag_set_names()[-1]):  # the quickest compile
+        art = compile_program(fn, tuple(args), kwargs or {}, target=target, cache=False,
+                              dynamic_shapes=dynamic_shapes)
+    return art.compile_stats["program"]
+
+
+def measure_flag_sets(fn: Callable, args: Any = (), kwargs: dict | None = None, *,
+                      target: Any = "cpu", rounds: int = ROUNDS, margin: float = MARGIN,
+                      dynamic_shapes: Any = None) -> FlagSetMeasurement:
+    """Compile the whole of ``fn`` from each rung of the compile ladder, check each against
+    eager, and time them interleaved. A rung other than the fast one is chosen only if it
+    `beats` the fast one: IREE's plain defaults are a candidate, so a tuned program is never
+    measured slower than them."""
+    names = flag_set_candidates(target)
+    samples, seconds, arts, checks = _whole_model(
+        fn, args, kwargs or {}, {n: (lambda n=n: tuning.forced_flag_set(n)) for n in names},
+        target, rounds, dynamic_shapes, "flag set")
+    programs = {a.compile_stats["program"] for a in arts.values()}
+    if len(programs) != 1:
+        raise TuningError(f"flag set: the candidates gave iree-compile different programs "
+                          f"({sorted(programs)}); nothing stored")
+    ms = {n: statistics.median(v) for n, v in samples.items()}
+    base = names[0]
+    best = min(names, key=ms.__getitem__)
+    evidence = ", ".join(f"{n}: {ms[n]:.4g} ms" for n in names)
+    if best != base and beats(samples[best], samples[base], margin):
+        choice, why = best, f"'{best}' faster than '{base}' ({evidence})"
+    else:
+        choice, why = base, f"no rung beats '{base}' by {margin:.0%} ({evidence})"
+    return FlagSetMeasurement(f"{tuning.FLAG_SET} {programs.pop()}", choice, why, ms, rounds,
+                              seconds, {n: a.compile_stats["rung"] for n, a in arts.items()},
+                              {n: c.max_rel_error for n, c in checks.items()})
+
+
+@dataclass
 class ConvolutionsMeasurement:
     """The whole model compiled with each convolution strategy: what was chosen, and why."""
 
@@ -395,13 +467,16 @@ def program_of(fn: Callable, args: Any = (), kwargs: dict | None = None,
 def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: Any = "cpu",
          database: "str | Path | TuningDatabase | None" = None, rounds: int = ROUNDS,
          retune: bool = False, dynamic_shapes: Any = None, matmul_tile: bool = True,
-         convolutions: bool = True, dispatches: bool = True, budget_s: float = 600.0,
+         convolutions: bool = True, flag_sets: bool = True, dispatches: bool = True,
+         budget_s: float = 600.0,
          executor: Any = None,
          progress: Callable[[str], None] | None = None,
          on_dispatch: "Callable[[str, Any], None] | None" = None) -> TuneReport:
     """Measure the per-shape choices of ``fn``'s convolutions on this CPU and store them in
     ``database`` (default: `tuning.default_path`). Shapes already stored for this CPU and IREE
     are kept unless ``retune``. Later compiles for ``target`` on this CPU read them.
+    ``flag_sets``: then time the whole program from each rung of the compile ladder
+    (`measure_flag_sets`) and store the fastest for this program.
     ``dispatches``: then search each dispatch's tile sizes (`dispatch_search`) with what is
     left of ``budget_s`` seconds, through ``executor`` (default: this process), calling
     ``on_dispatch(function, climb)`` as the best so far changes."""
@@ -472,6 +547,19 @@ def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: An
             "measuring the convolution strategy (a compile per strategy)",
             lambda: measure_convolutions(fn, work.key, args, kwargs, target=target,
                                          rounds=rounds, dynamic_shapes=dynamic_shapes))
+    if flag_sets and tuning.cpu_only(target):
+        if progress:
+            progress("finding the program's key (a compile)")
+        key = f"{tuning.FLAG_SET} " + program_key_of(fn, args, kwargs, target=target,
+                                                       dynamic_shapes=dynamic_shapes)
+        if spent(first_share) and db.choice(cpu, key) is None:
+            report.skipped.append("the flag set: not measured, the budget was spent")
+        else:
+            report.flag_set = _stored_or_measured(
+                db, cpu, key, retune, report, whole, progress,
+                "measuring the flag set (a compile per ladder rung)",
+                lambda: measure_flag_sets(fn, args, kwargs, target=target, rounds=rounds,
+                                          dynamic_shapes=dynamic_shapes))
     if dispatches:
         if progress:
             progress("profiling the model's dispatches")
