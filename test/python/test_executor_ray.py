@@ -19,6 +19,11 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+# One xdist worker runs every Ray test (scripts/test: --dist loadgroup): two local Rays on a
+# 2-core host starve each other's heartbeats, and a raylet taken for dead ends its driver, the
+# pytest worker itself (both workers crashed so in the first full-suite run with both at once)
+pytestmark = pytest.mark.xdist_group("ray")
+
 from lowerkit.tools.executor import InProcessExecutor, Item, RayExecutor, run_items  # noqa: E402
 from lowerkit.tools.executor.faults import EchoJob, FaultyJob  # noqa: E402
 

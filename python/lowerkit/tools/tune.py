@@ -18,8 +18,10 @@ changes is how each layer's weights come from memory.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import math
+import os
 import platform
 import statistics
 import time
@@ -479,9 +481,8 @@ def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: An
     (`measure_flag_sets`) and store the fastest for this program.
     ``dispatches``: then search each dispatch's tile sizes (`dispatch_search`) with what is
     left of ``budget_s`` seconds, through ``executor`` (default: this process), calling
-    ``on_dispatch(function, climb)`` as the best so far changes."""
-    from .bench import cpu_description
-
+    ``on_dispatch(function, climb)`` as the best so far changes. Every compile inside reads
+    ``database``: each stage measures with the choices the stages before it stored."""
     started = time.perf_counter()
 
     cpu = tuning.cpu_key(target)
@@ -497,6 +498,35 @@ def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: An
                               f"the choices (pass database=PATH or set {tuning.ENV}=PATH)")
         db = TuningDatabase(path)
     report = TuneReport(cpu, db.path)
+    with _compiles_reading(db.path):  # each stage measures with the choices stored before it
+        _tune_into(db, report, fn, args, kwargs, target, rounds, retune, dynamic_shapes,
+                   matmul_tile, convolutions, flag_sets, dispatches, budget_s, executor,
+                   progress, on_dispatch, started)
+    return report
+
+
+@contextlib.contextmanager
+def _compiles_reading(path: Path):
+    """Compiles inside read the database at ``path`` (`tuning.ENV`)."""
+    before = os.environ.get(tuning.ENV)
+    os.environ[tuning.ENV] = str(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(tuning.ENV, None)
+        else:
+            os.environ[tuning.ENV] = before
+
+
+def _tune_into(db, report, fn, args, kwargs, target, rounds, retune, dynamic_shapes,
+               matmul_tile, convolutions, flag_sets, dispatches, budget_s, executor, progress,
+               on_dispatch, started) -> None:
+    """`tune`'s stages, in order, into ``db``: convolution shapes, the matmul tile, the
+    convolution strategy, the flag set, then the dispatch search."""
+    from .bench import cpu_description
+
+    cpu = report.cpu
     measured_on = {"host": cpu_description()["model"], "machine": platform.machine(),
                    "torch_threads": torch.get_num_threads()}
     shapes, work = program_of(fn, args, kwargs, dynamic_shapes)
@@ -572,7 +602,6 @@ def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: An
         for key, choice, evidence in report.dispatches.records():
             db.record(cpu, key, choice, {**evidence, **whole, "date": stamp})
         db.save()
-    return report
 
 
 @dataclass
