@@ -419,6 +419,7 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     bytecode = bridge.to_iree_bytecode(module)
     serialise = time.perf_counter() - start
     program = compiler.program_key(bytecode)
+    tuning.reached_iree_compile(program)
     flag_set = tuning.flag_set(target, program)
     result = compiler.compile_to_vmfb(
         bytecode, target, list(iree_flags), last_rung=last_rung, first_rung=flag_set,

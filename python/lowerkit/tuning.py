@@ -335,6 +335,7 @@ class _Active(threading.local):
     forced_why: str | None = None  # why it was forced when no caller asked (`why_convolutions`)
     forced_dispatches: dict | None = None  # lowering configs in place of the stored ones
     forced_flag_set: str | None = None  # a ladder rung in place of the stored flag set
+    key_only: bool = False   # inside `program_key_only`
     asked: list | None = None
     used: dict[str, str] | None = None
     per_tap: list | None = None
@@ -483,6 +484,28 @@ def flag_set(target: Any, program: str, database: "TuningDatabase | None" = None
     if db is None or not db.entries:
         return None
     return db.choice(cpu_key(target), f"{FLAG_SET} {program}")
+
+
+class ProgramKeyFound(Exception):
+    """A compile inside `program_key_only` stops here, once it knows its program's key."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+@contextlib.contextmanager
+def program_key_only() -> Iterator[None]:
+    """Compiles inside stop before iree-compile, raising `ProgramKeyFound`: what a tuner
+    needs to look a flag set up costs the import and the pipeline, not a compile."""
+    with _set(key_only=True):
+        yield
+
+
+def reached_iree_compile(program: str) -> None:
+    """Called by a compile as it is about to run iree-compile on ``program``."""
+    if _active.key_only:
+        raise ProgramKeyFound(program)
 
 
 def forcing_flag_set() -> str | None:

@@ -351,8 +351,11 @@ def _program_key(model, args) -> str:
 
 
 def test_the_program_key_keeps_the_architecture_and_shapes_not_the_weights():
+    from lowerkit.tools.tune import program_key_of
+
     model, args = _linear()
     key = _program_key(model, args)
+    assert program_key_of(model, args) == key  # the tuner's: without iree-compile
     torch.manual_seed(1)
     assert _program_key(torch.nn.Linear(64, 32).eval(), args) == key  # other weights
     assert _program_key(model, (torch.randn(4, 64),)) != key          # another shape
