@@ -238,6 +238,8 @@ def _tuned_summary(tuned: dict) -> str:
     parts += [f"convolutions {v}" for k, v in tuned.items() if k.startswith("convolutions ")]
     if "matmul-tile-bytes" in tuned:
         parts.append(f"matmul tile {tuned['matmul-tile-bytes']} bytes")
+    if "flags" in tuned:
+        parts.append(f"flag set '{tuned['flags']}'")
     if "dispatch" in tuned:
         parts.append(tuned["dispatch"])
     return "; ".join(parts)
@@ -1459,12 +1461,13 @@ BLOCKS: dict[str, Block] = {
         render_real_models, torch_threads=2),
     "real-models-tuned-zen4": Block(
         ("real-models-tuned-zen4.json",),
-        ("for m in regnet_y_400mf convnext_tiny mobilenet_v3_small resnet50; do "
-         "LOWERKIT_TUNING_DB=benchmarks/results/tuning-real-models-zen4.json .venv/bin/lowerkit "
-         "tune $m --budget 5m --rounds 7; done",
+        ("for m in regnet_y_400mf mobilenet_v3_small convnext_tiny resnet50; do "
+         "OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit tune $m --database "
+         "benchmarks/results/tuning-real-models-zen4.json --no-dispatches --no-matmul-tile "
+         "--rounds 9; done",
          "LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench "
          "regnet_y_400mf,convnext_tiny,mobilenet_v3_small,resnet50 --peers --tuned "
-         "benchmarks/results/tuning-real-models-zen4.json --rounds 7 --torch-threads 2 --json "
+         "benchmarks/results/tuning-real-models-zen4.json --rounds 9 --torch-threads 2 --json "
          "benchmarks/results/real-models-tuned-zen4.json"),
         render_real_models_tuned, torch_threads=2),
     "zoo-2threads": Block(

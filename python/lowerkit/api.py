@@ -221,6 +221,20 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
                            op_histogram(imported.module))]
 
     def lower(phases: bool = False) -> Artifact:
+        art = lower_program(phases)
+        # the records iree-compile took, whichever way the program went
+        stats = art.compile_stats or {}
+        took = {}
+        if stats.get("tuned_dispatches"):
+            took[tuning.DISPATCH] = (f"{stats['tuned_dispatches']} dispatch(es) with lowerkit "
+                                     f"tune's configs")
+        if stats.get("flag_set") and tuning.forcing_flag_set() is None:
+            took[tuning.FLAG_SET] = stats["flag_set"]
+        if took:
+            art.tuned = {**art.tuned, **took}
+        return art
+
+    def lower_program(phases: bool) -> Artifact:
         if data_tiled and dump is None:
             return _data_tiled_or_rule(imported, records, load, target, pipe, instruments,
                                        caller_flags, iree_flags, device, phases, tuned, why)
@@ -238,12 +252,6 @@ def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, devi
             return _with_convolutions_whole(e, load, target, pipe, instruments, iree_flags,
                                             device, phases, len(per_tap), tuned)
         art.tuned = dict(tuned)  # before the cache stores it: a cache hit says it too
-        configured = (art.compile_stats or {}).get("tuned_dispatches")
-        if configured:
-            art.tuned[tuning.DISPATCH] = f"{configured} dispatch(es) with lowerkit tune's configs"
-        flag_set = (art.compile_stats or {}).get("flag_set")
-        if flag_set and tuning.forcing_flag_set() is None:
-            art.tuned[tuning.FLAG_SET] = flag_set
         if every_whole:
             art.compile_stats = {**(art.compile_stats or {}), "convolutions": EVERY_WHOLE}
         return art
