@@ -123,8 +123,7 @@ def compile(
         if weights != "external":  # inline weights are code: only the traced IR keys them
             return None
         return fingerprint(fn, args, kwargs, dynamic_shapes,
-                           {"recipe": recipe, "weights": weights, "device": device,
-                            "tuning": tuning.digest(target)})
+                           {"recipe": recipe, "weights": weights, "device": device})
 
     # iree-compile's word on the host's CPU (the cache key's first need), asked now: its child
     # process runs while the program is traced

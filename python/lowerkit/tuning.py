@@ -301,6 +301,20 @@ def default_path() -> Path | None:
     return Path(base) / "lowerkit" / "tuning.json"
 
 
+@contextlib.contextmanager
+def reading(path: "str | Path") -> Iterator[None]:
+    """Compiles inside read the database at ``path`` (it is what `ENV` names meanwhile)."""
+    before = os.environ.get(ENV)
+    os.environ[ENV] = str(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = before
+
+
 def open_database(path: "str | Path | None" = None) -> TuningDatabase | None:
     """The database at ``path`` (default: `default_path`); None when off or when no file is
     there yet (nothing was tuned, and a compile then resolves no CPU for it)."""

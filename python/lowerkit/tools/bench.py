@@ -324,23 +324,14 @@ def _compile_iree_defaults(model, args, kwargs, target: str, result: "BenchResul
 def _compile_tuned(model, args, kwargs, target: str, result: "BenchResult"):
     """lowerkit reading the tuning database at `TUNED_DATABASE` (what ``lowerkit tune``
     stored), no compile cache."""
-    import os
-
     from .. import tuning
 
     if TUNED_DATABASE is None:
         raise ValueError(f"{TUNED} needs a tuning database (lowerkit bench --tuned FILE)")
-    before = os.environ.get(tuning.ENV)
-    os.environ[tuning.ENV] = TUNED_DATABASE
-    try:
+    with tuning.reading(TUNED_DATABASE):
         start = time.perf_counter()
         art = api.compile(model, args, kwargs, target=target, cache=False)
         result.compile_cold[TUNED] = time.perf_counter() - start
-    finally:
-        if before is None:
-            os.environ.pop(tuning.ENV, None)
-        else:
-            os.environ[tuning.ENV] = before
     result.tuned = {k: str(v) for k, v in art.tuned.items()}
     for _ in range(3):
         art(*args, **kwargs)

@@ -18,10 +18,8 @@ changes is how each layer's weights come from memory.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import math
-import os
 import platform
 import statistics
 import time
@@ -80,8 +78,8 @@ class TuneReport:
     measured: list[Measurement] = field(default_factory=list)
     known: dict[str, str] = field(default_factory=dict)   # shapes already stored, skipped
     matmul_tile: MatmulTileMeasurement | None = None
-    convolutions: ConvolutionsMeasurement | None = None
-    flag_set: "FlagSetMeasurement | None" = None
+    convolutions: ProgramChoiceMeasurement | None = None
+    flag_set: ProgramChoiceMeasurement | None = None
     dispatches: "DispatchesMeasurement | None" = None
     skipped: list[str] = field(default_factory=list)  # what the budget left out
 
@@ -327,17 +325,17 @@ def measure_matmul_tiles(fn: Callable, args: Any = (), kwargs: dict | None = Non
 
 
 @dataclass
-class FlagSetMeasurement:
-    """The whole model compiled from each rung of the compile ladder (data tiling, microkernels
-    and im2col on or off, down to IREE's plain defaults): what was chosen, and why."""
+class ProgramChoiceMeasurement:
+    """One per-program choice (the convolution strategy, the flag set): the whole model
+    compiled once per candidate, what was chosen, and why."""
 
-    key: str                          # the program's op key (`tuning.FLAG_SET` + program key)
+    key: str                          # the program's op key in the database
     choice: str
     why: str
     ms: dict[str, float]
     rounds: int
     compile_s: dict[str, float]
-    compiled_as: dict[str, str]       # the rung each candidate was compiled with in the end
+    compiled_as: dict[str, str]       # how each candidate was compiled in the end
     error_over_scale: dict[str, float]
     before: str | None = None
 
@@ -374,7 +372,7 @@ def program_key_of(fn: Callable, args: Any = (), kwargs: dict | None = None, *,
 
 def measure_flag_sets(fn: Callable, args: Any = (), kwargs: dict | None = None, *,
                       target: Any = "cpu", rounds: int = ROUNDS, margin: float = MARGIN,
-                      dynamic_shapes: Any = None) -> FlagSetMeasurement:
+                      dynamic_shapes: Any = None) -> ProgramChoiceMeasurement:
     """Compile the whole of ``fn`` from each rung of the compile ladder, check each against
     eager, and time them interleaved. A rung other than the fast one is chosen only if it
     `beats` the fast one: IREE's plain defaults are a candidate, so a tuned program is never
@@ -398,35 +396,15 @@ def measure_flag_sets(fn: Callable, args: Any = (), kwargs: dict | None = None, 
         choice, why = best, f"'{best}' faster than '{base}' ({evidence})"
     else:
         choice, why = base, f"no rung beats '{base}' by {margin:.0%} ({evidence})"
-    return FlagSetMeasurement(f"{tuning.FLAG_SET} {program}", choice, why, ms, rounds,
-                              seconds, {n: a.compile_stats["rung"] for n, a in arts.items()},
-                              {n: c.max_rel_error for n, c in checks.items()})
-
-
-@dataclass
-class ConvolutionsMeasurement:
-    """The whole model compiled with each convolution strategy: what was chosen, and why."""
-
-    key: str                          # the program's convolutions (`tuning.ConvWork.key`)
-    choice: str
-    why: str
-    ms: dict[str, float]
-    rounds: int
-    compile_s: dict[str, float]
-    compiled_as: dict[str, str]       # a data-tiled compile iree-compile rejected says so
-    error_over_scale: dict[str, float]
-    before: str | None = None
-
-    def evidence(self) -> dict:
-        return {"why": self.why, "ms": {k: round(v, 5) for k, v in self.ms.items()},
-                "rounds": self.rounds, "compiled_as": self.compiled_as,
-                "compile_s": {k: round(v, 2) for k, v in self.compile_s.items()},
-                "error_over_scale": self.error_over_scale}
+    return ProgramChoiceMeasurement(f"{tuning.FLAG_SET} {program}", choice, why, ms, rounds,
+                                    seconds,
+                                    {n: a.compile_stats["rung"] for n, a in arts.items()},
+                                    {n: c.max_rel_error for n, c in checks.items()})
 
 
 def measure_convolutions(fn: Callable, key: str, args: Any = (), kwargs: dict | None = None, *,
                          target: Any = "cpu", rounds: int = ROUNDS, margin: float = MARGIN,
-                         dynamic_shapes: Any = None) -> ConvolutionsMeasurement:
+                         dynamic_shapes: Any = None) -> ProgramChoiceMeasurement:
     """Compile the whole of ``fn`` with each of `tuning.CONVOLUTION_STRATEGIES`, check both
     against eager, and time them interleaved. One that `beats` the other is chosen; on a tie,
     the one that compiled faster (issue 19: the compile is what a user waits for). A data-tiled
@@ -450,7 +428,7 @@ def measure_convolutions(fn: Callable, key: str, args: Any = (), kwargs: dict | 
     else:
         choice = min((rule, tiled), key=seconds.__getitem__)
         why = f"a tie at {margin:.0%}: {choice} compiled faster ({evidence})"
-    return ConvolutionsMeasurement(key, choice, why, ms, rounds, seconds, compiled_as,
+    return ProgramChoiceMeasurement(key, choice, why, ms, rounds, seconds, compiled_as,
                                    {s: c.max_rel_error for s, c in checks.items()})
 
 
@@ -504,25 +482,11 @@ def tune(fn: Callable, args: Any = (), kwargs: dict | None = None, *, target: An
                               f"the choices (pass database=PATH or set {tuning.ENV}=PATH)")
         db = TuningDatabase(path)
     report = TuneReport(cpu, db.path)
-    with _compiles_reading(db.path):  # each stage measures with the choices stored before it
+    with tuning.reading(db.path):  # each stage measures with the choices stored before it
         _tune_into(db, report, fn, args, kwargs, target, rounds, retune, dynamic_shapes,
                    matmul_tile, convolutions, flag_sets, dispatches, budget_s, executor,
                    progress, on_dispatch, started)
     return report
-
-
-@contextlib.contextmanager
-def _compiles_reading(path: Path):
-    """Compiles inside read the database at ``path`` (`tuning.ENV`)."""
-    before = os.environ.get(tuning.ENV)
-    os.environ[tuning.ENV] = str(path)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(tuning.ENV, None)
-        else:
-            os.environ[tuning.ENV] = before
 
 
 def _tune_into(db, report, fn, args, kwargs, target, rounds, retune, dynamic_shapes,
@@ -588,22 +552,14 @@ def _tune_into(db, report, fn, args, kwargs, target, rounds, retune, dynamic_sha
             progress("finding the program's key (its import, without iree-compile)")
         key = f"{tuning.FLAG_SET} " + program_key_of(fn, args, kwargs, target=target,
                                                        dynamic_shapes=dynamic_shapes)
-        before = db.choice(cpu, key)
-        if before is not None and not retune:
-            report.known[key] = before
-        elif spent(first_share):
+        if spent(first_share) and db.choice(cpu, key) is None:
             report.skipped.append("the flag set: not measured, the budget was spent")
         else:
-            if progress:
-                progress("measuring the flag set (a compile per ladder rung)")
-            m = measure_flag_sets(fn, args, kwargs, target=target, rounds=rounds,
-                                  dynamic_shapes=dynamic_shapes)
-            m.before = before
-            db.record(cpu, m.key, m.choice, {  # m.key: the program the fast rung compiled
-                **m.evidence(), **whole,
-                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
-            db.save()
-            report.flag_set = m
+            report.flag_set = _stored_or_measured(
+                db, cpu, key, retune, report, whole, progress,
+                "measuring the flag set (a compile per ladder rung)",
+                lambda: measure_flag_sets(fn, args, kwargs, target=target, rounds=rounds,
+                                          dynamic_shapes=dynamic_shapes))
     if dispatches:
         if progress:
             progress("profiling the model's dispatches")
@@ -770,7 +726,9 @@ def _stored_or_measured(db: TuningDatabase, cpu: str, key: str, retune: bool,
         progress(what)
     m = measure_it()
     m.before = before
-    db.record(cpu, key, m.choice, {
+    # under the measurement's own key where it has one: a flag set's is the program the fast
+    # rung compiled, which ``key`` (looked up before measuring) names too unless it changed
+    db.record(cpu, getattr(m, "key", key), m.choice, {
         **m.evidence(), **whole,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
     db.save()
