@@ -14,8 +14,6 @@ import pytest
 OPT_IN = {
     "slow": "LOWERKIT_SLOW",
     "cuda": "LOWERKIT_CUDA",
-    "browser": "LOWERKIT_BROWSER",
-    "fuzz": "LOWERKIT_FUZZ",
 }
 
 # The session's cache folder, made by the first process of the session (pytest itself, or the
@@ -34,7 +32,6 @@ def pytest_configure(config):
     from lowerkit.zoo.ecosystem import patch_torchvision
 
     patch_torchvision()
-    config.addinivalue_line("markers", "fuzz: long differential fuzzing run")
     config.addinivalue_line(
         "markers", "runs_target: the test runs its `target` parameter's device; SKIP with the "
         "reason on a machine where IREE opens no such device")

@@ -1,8 +1,8 @@
 """``lowerkit view`` in a real browser: ResNet-18's linalg and flow stages open in Model
-Explorer (headless Chromium), folded by the model's modules. Opt-in (``browser``): needs
-Debian's chromium, playwright and the extra ``lowerkit[view]``.
+Explorer (headless Chromium), folded by the model's modules. In the slow tier; it skips,
+saying why, without Debian's chromium, playwright or the extra ``lowerkit[view]``.
 
-    LOWERKIT_BROWSER=1 LOWERKIT_SCREENSHOT_DIR=docs/images pytest test/python/test_graph_view.py
+    LOWERKIT_SLOW=1 LOWERKIT_SCREENSHOT_DIR=docs/images pytest test/python/test_graph_view.py
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 import lowerkit
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LOADED = ("document.body.innerText.includes('layer count') && "
           "!document.body.innerText.includes('Processing graph')")
