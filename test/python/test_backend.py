@@ -120,6 +120,36 @@ def test_a_fault_in_lowerkits_own_compile_is_raised_not_run_eagerly(monkeypatch)
     assert backend.graphs() == []
 
 
+def clamped(x, limit: float):
+    return torch.clamp(x, max=limit) * 2
+
+
+def test_a_float_argument_dynamo_traces_again_runs_in_lowerkit(monkeypatch):
+    """With ``dynamic=True`` a float argument is a symbolic float; one that ``clamp`` takes as a
+    number cannot stay a tensor, and aot_autograd asks Dynamo to trace the frame again with it
+    specialized (``TensorifyScalarRestartAnalysis``). The backend lets that through, so the
+    frame is traced again and runs in lowerkit; swallowing it ran the graph eagerly (the
+    default tier's twin of test_backend_generate's ``dynamic=True`` decoders)."""
+    from torch._dynamo import exc
+
+    restarts = []
+    raised = exc.TensorifyScalarRestartAnalysis.__init__
+
+    def counted(self, *args, **kwargs):
+        restarts.append(1)
+        raised(self, *args, **kwargs)
+
+    monkeypatch.setattr(exc.TensorifyScalarRestartAnalysis, "__init__", counted)
+    compiled = torch.compile(clamped, backend=backend.backend, dynamic=True)
+    x = torch.randn(4, 6)
+    for limit in (0.25, 0.75):
+        assert compare(compiled(x, limit), clamped(x, limit)).ok
+    assert restarts, "Dynamo no longer traces this frame again: find another trigger"
+    records = backend.graphs()
+    assert records and all(r.ran == "lowerkit" for r in records), [
+        (r.ran, r.reason) for r in records]
+
+
 def scaled(x):
     return (x * 2 + 1).sum(0) / x.shape[0]
 
