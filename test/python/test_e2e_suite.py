@@ -277,7 +277,7 @@ def test_executor_outcomes_become_the_runners_records():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ray")  # beside test_executor_ray's, never at the same time
+@pytest.mark.ray  # with test_executor_ray's, in scripts/test's pytest of their own
 def test_subset_passes_on_ray_with_a_journal(tmp_path):
     pytest.importorskip("ray")
     journal = tmp_path / "e2e.jsonl"
