@@ -8,7 +8,8 @@ import now writes one as a sum over kernel taps, ``per tap``: a shifted window o
 times its channel's weight, strided windows read from phases of the input
 (`lowerkit.ingress.decompositions`). ``whole`` is the same compile with the depthwise
 convolutions left to IREE, which is what lowerkit did before.
-Each shape is MobileNetV2's at 224×224, as a one-convolution program. The models are the
+Each shape is MobileNetV2's at 224×224, or a wider kernel of MobileNetV3, DeepLabV3 or
+ConvNeXt (`WIDE_SHAPES`), as a one-convolution program. The models are the
 issue's depthwise-separable CNN (3×3 depthwise + 1×1, BatchNorm, ReLU6, 112×112) and the zoo's
 MobileNetV2. All are timed interleaved with eager and torch.compile, medians of rounds, and
 checked against eager.
@@ -20,9 +21,13 @@ import argparse
 import contextlib
 import warnings
 
-# MobileNetV2's depthwise convolutions at 224x224: (channels, size, stride)
+# MobileNetV2's depthwise convolutions at 224x224: (channels, size, stride), 3x3
 SHAPES = [(32, 112, 1), (96, 112, 2), (144, 56, 1), (144, 56, 2), (192, 28, 1), (192, 28, 2),
           (384, 14, 1), (576, 14, 1), (576, 14, 2), (960, 7, 1)]
+# Wider kernels (channels, size, stride, kernel, dilation): DeepLabV3-MobileNetV3-large's 5x5
+# ones at 520x520 (its last, dilated), MobileNetV3's at 224, ConvNeXt-tiny's 7x7 ones
+WIDE_SHAPES = [(960, 33, 1, 5, 2), (120, 65, 1, 5, 1), (672, 65, 2, 5, 1), (72, 130, 2, 5, 1),
+               (40, 56, 2, 5, 1), (96, 56, 1, 7, 1), (384, 14, 1, 7, 1), (768, 7, 1, 7, 1)]
 MODELS = ["dw_separable", "mobilenet_v2"]
 
 
@@ -33,8 +38,8 @@ def _depthwise_whole(on: bool):
 
     keep = decompositions.taps_pay
     if on:
-        decompositions.taps_pay = lambda x, w, stride, groups=1, positions=None: (
-            False if groups != 1 else keep(x, w, stride, groups, positions))
+        decompositions.taps_pay = lambda x, w, stride, groups=1, positions=None, **kw: (
+            False if groups != 1 else keep(x, w, stride, groups, positions, **kw))
     try:
         yield
     finally:
@@ -79,10 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     console = Console(width=170)
     if opts.shapes:
-        for c, size, stride in SHAPES:
+        for c, size, stride, kernel, dilation in [(*s, 3, 1) for s in SHAPES] + WIDE_SHAPES:
             torch.manual_seed(0)
-            conv = torch.nn.Conv2d(c, c, 3, stride, 1, groups=c, bias=False).eval()
-            label = f"dw {c}ch @{size}" + (f" /{stride}" if stride != 1 else "")
+            conv = torch.nn.Conv2d(c, c, kernel, stride, dilation * (kernel // 2), dilation,
+                                   groups=c, bias=False).eval()
+            label = (f"dw {c}ch @{size}" + (f" /{stride}" if stride != 1 else "")
+                     + (f" {kernel}x{kernel}" if kernel != 3 else "")
+                     + (f" dilated {dilation}" if dilation != 1 else ""))
             with console.status(label):
                 rows.append({**bench(label, conv, (torch.randn(1, c, size, size),), opts.rounds),
                              "kind": "shape", "stride": stride})

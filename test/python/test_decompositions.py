@@ -19,10 +19,14 @@ def assert_matches(got, expected, tol=None):
     assert result.ok, result.message
 
 
-def lowered_ops(fn, args) -> set[str]:
+def lowered_histogram(fn, args) -> dict[str, int]:
     imported = lowerkit.import_program(fn, args)
     module = lowerkit.resolve_pipeline(None).run(imported.module).module
-    return set(lowerkit.op_histogram(module))
+    return dict(lowerkit.op_histogram(module))
+
+
+def lowered_ops(fn, args) -> set[str]:
+    return set(lowered_histogram(fn, args))
 
 
 def _special(x: torch.Tensor) -> torch.Tensor:
@@ -132,6 +136,9 @@ DEPTHWISE = [  # (convolution, input shape): the per-tap form's shapes, one test
     # strided: by phases of the input (`_tap_windows`), odd and even sizes, mixed strides
     (torch.nn.Conv2d(8, 8, 3, (2, 3), (2, 0), dilation=(2, 1), groups=8), (2, 8, 13, 12)),
     (torch.nn.Conv1d(12, 12, 5, stride=3, dilation=2, groups=12, bias=False), (1, 12, 40)),
+    # wider kernels: MobileNetV3's and DeepLabV3's 5x5, ConvNeXt's 7x7 (`MAX_DEPTHWISE_TAPS`)
+    (torch.nn.Conv2d(16, 16, 5, 2, 2, groups=16), (1, 16, 15, 15)),
+    (torch.nn.Conv2d(8, 8, 7, 1, 3, groups=8), (1, 8, 14, 14)),
 ]
 
 
@@ -162,6 +169,68 @@ def test_convolutions_become_matmuls():
                       (torch.randn(1, 16, 8, 8), torch.randn(1, 16, 20)))
     assert not any(op.startswith("linalg.conv") for op in ops), ops
     assert "linalg.matmul" in ops, ops
+
+
+def test_a_convolution_that_reads_only_padding_at_most_taps_computes_only_the_centre():
+    """DeepLabV3's atrous head runs 3x3 kernels at rate 36 over a 33x33 map: every tap but
+    the centre reads zeros there, so the convolution is one matmul (`conv_regions`), not nine."""
+    conv = torch.nn.Conv2d(256, 256, 3, padding=15, dilation=15).eval()
+    x = torch.randn(1, 256, 12, 12)
+    ops = lowered_histogram(conv, (x,))
+    assert not any("conv" in op for op in ops), ops
+    assert ops.get("linalg.matmul", 0) + ops.get("linalg.batch_matmul", 0) == 1, ops
+    # on lowerkit's fast rung: the centre tap's [O, C] weight sliced in place, packed inside
+    # the matmul's dispatch, overflowed IREE's stack limit (DeepLabV3's 960 -> 256 head)
+    art = lowerkit.compile(conv, (x,), cache=False)
+    assert art.compile_rung == "fast"
+    with torch.no_grad():
+        assert_matches(art(x), conv(x))
+
+
+def test_the_padding_regions_of_each_dimension():
+    from lowerkit.ingress.conv_regions import Interval, intervals, padding_share, worth_splitting
+
+    # rate 24 over 33: the first 9 rows read through taps 1-2, the middle 15 through the
+    # centre alone, the last 9 through taps 0-1
+    rate24 = intervals(33, 3, 1, 24, 24, 33)
+    assert rate24 == [Interval(0, 9, 1, 2), Interval(9, 24, 1, 1), Interval(24, 33, 0, 1)]
+    assert intervals(33, 3, 1, 36, 36, 33) == [Interval(0, 33, 1, 1)]
+    # strided, and rows no tap reaches (padding wider than the kernel's reach)
+    assert intervals(8, 3, 2, 1, 1, 4) == [Interval(0, 1, 1, 2), Interval(1, 4, 0, 2)]
+    assert intervals(3, 3, 1, 5, 1, 11)[:2] == [Interval(0, 3, 0, -1), Interval(3, 4, 2, 2)]
+    assert padding_share([rate24, rate24], [3, 3]) == pytest.approx(1 - (51 / 99) ** 2)
+    same = intervals(56, 3, 1, 1, 1, 56)  # a "same" 3x3 over 56x56 reads 2.4 % padding
+    assert not worth_splitting([same, same], [3, 3])
+    wide = intervals(8, 5, 1, 2, 1, 8)  # a "same" 5x5 over 8x8: 28 %, but 25 regions
+    assert padding_share([wide, wide], [5, 5]) > 0.25 and not worth_splitting([wide, wide], [5, 5])
+    assert worth_splitting([rate24, rate24], [3, 3])
+
+
+PADDED = [  # (convolution, input shape): convolutions split by padding regions
+    ("atrous-rates", torch.nn.Conv2d(16, 8, 3, padding=4, dilation=4), (1, 16, 9, 9)),
+    ("strided-batch", torch.nn.Conv2d(8, 8, 3, stride=2, padding=3, dilation=3, bias=False),
+     (2, 8, 7, 8)),
+    ("rows-no-tap-reaches", torch.nn.Conv2d(4, 6, 3, padding=5), (1, 4, 3, 3)),
+    ("depthwise", torch.nn.Conv2d(8, 8, 3, padding=6, dilation=6, groups=8), (1, 8, 9, 9)),
+    ("thick-dilated", torch.nn.Conv2d(128, 128, 3, padding=2, dilation=2), (1, 128, 9, 9)),
+    ("1d", torch.nn.Conv1d(8, 8, 3, padding=10, dilation=10), (1, 8, 20)),
+    ("3d", torch.nn.Conv3d(8, 8, 3, padding=(2, 4, 4), dilation=(2, 4, 4)), (1, 8, 5, 4, 4)),
+]
+
+
+@pytest.mark.parametrize("name,conv,shape", PADDED, ids=[c[0] for c in PADDED])
+def test_a_convolution_split_by_padding_regions_matches_eager(name, conv, shape):
+    torch.manual_seed(0)
+    conv = conv.eval()
+    x = torch.randn(*shape)
+    ops = lowered_ops(conv, (x,))
+    # dilated dense convolutions go per tap (IREE's im2col of a dilated one ran 2.3x slower),
+    # but for four input channels, too few for taps (`MIN_TAP_CHANNELS`: im2col, undilated),
+    # and a 3-D one's regions of one tap in height and width (1x1 2-D convolutions by depth)
+    assert any("conv" in op for op in ops) == (name in ("rows-no-tap-reaches", "3d")), ops
+    art = lowerkit.compile(conv, (x,), cache=False)
+    with torch.no_grad():
+        assert_matches(art(x), conv(x))
 
 
 def test_3d_convolutions_become_2d_ones():
@@ -309,8 +378,8 @@ def test_a_strided_max_pooling_goes_by_phases_where_convolutions_are_data_tiled(
 
 @pytest.mark.parametrize("conv,shape,conv_op", [
     (torch.nn.Conv2d(3, 8, 3, 1, 1), (1, 3, 8, 8), "linalg.conv_2d_nchw_fchw"),  # few channels
-    # depthwise with 25 taps: more than the per-tap form takes
-    (torch.nn.Conv2d(16, 16, 5, 2, 2, groups=16), (1, 16, 8, 8),
+    # depthwise with 81 taps: more than the per-tap form takes (`MAX_DEPTHWISE_TAPS`)
+    (torch.nn.Conv2d(16, 16, 9, 2, 4, groups=16), (1, 16, 32, 32),
      "linalg.depthwise_conv_2d_nchw_chw"),
     (torch.nn.Conv2d(16, 8, 1), (1, 16, 8, 8), "linalg.conv_2d_nchw_fchw"),  # one tap: IREE's matmul
     (torch.nn.Conv2d(16, 8, 5, 1, 2), (1, 16, 8, 8), "linalg.conv_2d_nchw_fchw"),  # 25 taps

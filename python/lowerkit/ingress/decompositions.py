@@ -75,6 +75,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import guard_or_false
 
 from .. import tuning
+from . import conv_regions
 from ..passes.attention import MAX_KEY_TILE, kernel_takes_shapes, largest_divisor
 
 aten = torch.ops.aten
@@ -182,6 +183,10 @@ class _KeptWhole(threading.local):
 # too thin (K = C_in) and IREE's im2col form is kept (e.g. an RGB stem).
 MIN_TAP_CHANNELS = 8
 MAX_TAPS = 9
+# A depthwise one goes per tap up to 7x7: IREE 3.13's depthwise kernel ran DeepLabV3's and
+# MobileNetV3's 5x5 shapes and ConvNeXt's 7x7 ones 1.5-4.5x slower than their taps' sum
+# (Zen 4, benchmarks/depthwise.py's wide shapes).
+MAX_DEPTHWISE_TAPS = 49
 # A dense 2-D convolution this thick (input and output channels) goes whole to im2col when it
 # is strided or has fewer output positions than `MIN_THICK_TAP_POSITIONS`: its one matmul over
 # K = taps x C_in beats the taps' matmuls, each with few rows and, strided, a gathered window,
@@ -199,7 +204,7 @@ MIN_THICK_TAP_POSITIONS = 28 * 28
 
 
 def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int], groups: int = 1,
-             positions: int | None = None) -> bool:
+             positions: int | None = None, dilated: bool = False) -> bool:
     """Whether a convolution of ``x`` by ``w`` goes per tap rather than whole to IREE (im2col
     for a dense one, its depthwise kernel for a depthwise one): the rule where no measured
     choice is stored (`lowerkit.tuning`). ``positions``: its output positions per image
@@ -207,12 +212,17 @@ def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int], groups: int = 
     taps = 1
     for k in w.shape[2:]:
         taps *= k
-    if not 2 <= taps <= MAX_TAPS:
+    if not 2 <= taps <= (MAX_TAPS if groups == 1 else MAX_DEPTHWISE_TAPS):
         return False
     if groups != 1:  # depthwise: IREE's kernel was slower at every MobileNetV2 shape
         return True
     if x.shape[1] < MIN_TAP_CHANNELS:
         return False
+    if dilated:
+        # IREE 3.13's im2col of a dilated convolution ran a 960->256 3x3 one over 9x15 at
+        # 2.3x its undilated time (12.3 against 5.4 ms, eager 4.0; Zen 4): per tap, a
+        # dilation only moves each tap's window
+        return True
     if x.dim() != 4 or min(x.shape[1], w.shape[0]) < THICK_CHANNELS or tuning.gpu_import():
         return True  # measured on CPUs only: a GPU target keeps per tap
     if positions is None:
@@ -262,7 +272,7 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
                                  for v in (stride, padding, dilation))
     if len(stride) != spatial or len(padding) != spatial or len(dilation) != spatial:
         return NotImplemented
-    if not 2 <= taps <= MAX_TAPS:
+    if not 2 <= taps <= (MAX_DEPTHWISE_TAPS if depthwise else MAX_TAPS):
         return NotImplemented
     # A choice measured on this CPU (`lowerkit tune`), else the rule.
     # (a bias `_convolution` adds after still names the shape: measured choices were stored so)
@@ -280,7 +290,8 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     for o in out:
         positions *= o
     chosen = tuning.choice_for(shape)
-    if chosen == tuning.IM2COL or chosen is None and not taps_pay(x, w, stride, groups, positions):
+    if chosen == tuning.IM2COL or chosen is None and not taps_pay(
+            x, w, stride, groups, positions, dilated=any(d != 1 for d in dilation)):
         return NotImplemented
     tuning.wrote_per_tap(shape)
     window = _tap_windows(x, kernel, stride, padding, dilation, out, phased=depthwise)
@@ -560,13 +571,81 @@ def _bias_after(x: torch.Tensor, bias: Any) -> bool:
             and not tuning.gpu_import())
 
 
+def _conv_by_regions(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,
+                     dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Any:
+    """A convolution that reads mostly padding (a dilated one over a small map) as one
+    unpadded convolution per output region, of the taps that reach the input there
+    (`conv_regions`), concatenated: the taps that read only zeros are never computed."""
+    spatial = x.dim() - 2
+    if (transposed or spatial not in (1, 2, 3) or not x.is_floating_point()
+            or not _static(x) or not _static(w)):
+        return NotImplemented
+    stride, padding, dilation = (_per_dim(v, spatial) for v in (stride, padding, dilation))
+    if not len(stride) == len(padding) == len(dilation) == spatial or not any(padding):
+        return NotImplemented
+    kernel = list(w.shape[2:])
+    out = [(x.shape[2 + i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i]
+           + 1 for i in range(spatial)]
+    if any(o <= 0 for o in out):
+        return NotImplemented
+    per_dim = [conv_regions.intervals(x.shape[2 + i], kernel[i], stride[i], padding[i],
+                                      dilation[i], out[i]) for i in range(spatial)]
+    if not conv_regions.worth_splitting(per_dim, kernel):
+        return NotImplemented
+
+    def region(chosen: tuple) -> torch.Tensor:
+        shape = [x.shape[0], w.shape[0], *(i.stop - i.start for i in chosen)]
+        if any(i.taps == 0 for i in chosen):  # no tap reaches the input: the bias alone
+            y = x.new_zeros(shape)
+            return y if bias is None else y + bias.reshape(1, -1, *([1] * spatial))
+        crop, sub = x, w
+        for d, i in enumerate(chosen):
+            begin, end = i.crop(stride[d], padding[d], dilation[d])
+            crop = crop.narrow(2 + d, begin, end - begin)
+            sub = sub.narrow(2 + d, i.first_tap, i.taps)
+        if all(i.taps == 1 for i in chosen) and (groups == 1 or _depthwise(crop, sub, groups)):
+            # one tap: a matmul over the crop's positions (whole, IREE kept the crop's rows
+            # and columns apart: a 15x15 one of DeepLabV3 ran at 15 GFLOP/s), or a
+            # per-channel multiply
+            if groups == 1:  # as `_conv_taps` writes a tap: taps first, so that the tap's
+                # [O, C] weight is one block (a strided slice of it, packed inside the matmul's
+                # dispatch, took 1 MiB of stack and failed the fast rung), batched for a batch
+                tap = tuple(i.first_tap for i in chosen)
+                weight, c = w.permute(*range(2, 2 + spatial), 0, 1)[tap], crop.shape[1]
+                y = (torch.mm(weight, crop.reshape(c, -1)) if crop.shape[0] == 1 else
+                     torch.bmm(weight.expand(crop.shape[0], *weight.shape),
+                               crop.reshape(crop.shape[0], c, -1))).reshape(shape)
+            else:
+                y = crop * sub.reshape(1, -1, *([1] * spatial))
+            return y if bias is None else y + bias.reshape(1, -1, *([1] * spatial))
+        y = _convolution(crop, sub, bias, stride, [0] * spatial, dilation, False,
+                         [0] * spatial, groups)
+        if y is NotImplemented:
+            with _CONV_WHOLE.calling():
+                y = aten.convolution.default(crop, sub, bias, stride, [0] * spatial, dilation,
+                                             False, [0] * spatial, groups)
+        return y
+
+    def joined(dim: int, chosen: tuple) -> torch.Tensor:
+        if dim == spatial:
+            return region(chosen)
+        parts = [joined(dim + 1, chosen + (i,)) for i in per_dim[dim]]
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=2 + dim)
+    return joined(0, ())
+
+
 def _convolution(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding: Any,
                  dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Any:
     """``aten.convolution``: 3-D ones by kernel depth, 1-D and 2-D ones per tap; a dense 1-D
     one that stays whole as a 2-D one of unit height; a strided 2-D one over few channels
-    that goes whole to data tiling by phases. On a CPU a bias is added after any of them."""
+    that goes whole to data tiling by phases; one that reads mostly padding, by output
+    regions. On a CPU a bias is added after any of them."""
     if _CONV_WHOLE.on:
         return NotImplemented
+    y = _conv_by_regions(x, w, bias, stride, padding, dilation, transposed, output_padding,
+                         groups)
+    if y is not NotImplemented:
+        return y
     if _bias_after(x, bias):
         with _BIAS_SPLIT_OFF.calling():
             y = _convolution(x, w, None, stride, padding, dilation, transposed, output_padding,
