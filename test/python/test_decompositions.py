@@ -233,6 +233,32 @@ def test_a_convolution_split_by_padding_regions_matches_eager(name, conv, shape)
         assert_matches(art(x), conv(x))
 
 
+GROUPED = [  # (convolution, input shape): grouped, neither dense nor depthwise
+    (torch.nn.Conv2d(48, 48, 3, 1, 1, groups=6), (1, 48, 10, 10)),  # RegNet's 8 wide
+    # strided, by phases; a batch; 32 wide: the batched matmul over the groups
+    (torch.nn.Conv2d(64, 128, 3, 2, 1, groups=2, bias=False), (2, 64, 9, 11)),
+    (torch.nn.Conv2d(96, 48, 3, (2, 1), (1, 0), dilation=(1, 2), groups=3), (1, 96, 8, 9)),
+    (torch.nn.Conv1d(32, 32, 3, 1, 1, groups=4), (2, 32, 20)),
+]
+
+
+@pytest.mark.parametrize("conv,shape", GROUPED, ids=["8-wide", "32-wide-strided-batch",
+                                                      "dilated", "1d"])
+def test_grouped_convolutions_per_tap_match_eager(conv, shape):
+    """IREE 3.13 ran grouped convolutions whole 2.6-11x slower than per tap (RegNet-Y, ResNeXt;
+    benchmarks/grouped.py): none is left whole on a CPU."""
+    torch.manual_seed(0)
+    conv = conv.eval()
+    x = torch.randn(*shape)
+    ops = lowered_histogram(conv, (x,))
+    assert not any("conv" in op for op in ops), ops
+    # the narrow groups by multiplies, the wide ones by a matmul over the groups
+    assert ("linalg.batch_matmul" in ops) == (conv.in_channels // conv.groups > 16), ops
+    art = lowerkit.compile(conv, (x,), cache=False)
+    with torch.no_grad():
+        assert_matches(art(x), conv(x))
+
+
 def test_3d_convolutions_become_2d_ones():
     """IREE runs `linalg.conv_3d_ncdhw_fcdhw` as a loop nest: none may be left."""
     conv3d = torch.nn.Conv3d(16, 8, 3, 1, 1)

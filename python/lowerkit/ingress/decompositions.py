@@ -214,7 +214,7 @@ def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int], groups: int = 
         taps *= k
     if not 2 <= taps <= (MAX_TAPS if groups == 1 else MAX_DEPTHWISE_TAPS):
         return False
-    if groups != 1:  # depthwise: IREE's kernel was slower at every MobileNetV2 shape
+    if groups != 1:  # grouped: IREE's kernels were slower at every MobileNetV2 and RegNet shape
         return True
     if x.shape[1] < MIN_TAP_CHANNELS:
         return False
@@ -260,9 +260,10 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     if (transposed or x.dim() not in (3, 4) or x.dtype != torch.float32
             or w.dtype != torch.float32 or not _static(x) or not _static(w)):
         return NotImplemented
-    depthwise = groups != 1
-    if depthwise and not _depthwise(x, w, groups):
-        return NotImplemented
+    grouped = groups != 1
+    depthwise = grouped and _depthwise(x, w, groups)
+    if grouped and not depthwise and (tuning.gpu_import() or x.shape[1] % groups):
+        return NotImplemented  # grouped forms measured on CPUs only
     spatial = x.dim() - 2
     kernel = list(w.shape[2:])
     taps = 1
@@ -278,7 +279,7 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     # (a bias `_convolution` adds after still names the shape: measured choices were stored so)
     shape = tuning.ConvShape(tuple(x.shape), tuple(w.shape), tuple(stride), tuple(padding),
                              tuple(dilation), bias is not None or _BIAS_SPLIT_OFF.on, groups)
-    if not depthwise and spatial == 2 and tuning.dense_convolutions_whole():
+    if not grouped and spatial == 2 and tuning.dense_convolutions_whole():
         return NotImplemented  # the CPU's measured strategy: IREE data-tiles it whole
     n, c = x.shape[:2]
     sizes = x.shape[2:]
@@ -294,7 +295,9 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
             x, w, stride, groups, positions, dilated=any(d != 1 for d in dilation)):
         return NotImplemented
     tuning.wrote_per_tap(shape)
-    window = _tap_windows(x, kernel, stride, padding, dilation, out, phased=depthwise)
+    window = _tap_windows(x, kernel, stride, padding, dilation, out, phased=grouped)
+    if grouped and not depthwise:
+        return _grouped_taps(window, w, bias, groups, taps, out)
     if depthwise:
         # each tap: the window times its channel's weight, summed in tap order
         per_tap = _depthwise_tap_weights(w, spatial)
@@ -322,6 +325,40 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
         else:
             y = torch.baddbmm(y, per_tap[tap].expand(n, o_ch, c), view.reshape(n, c, positions))
     return y.reshape(n, w.shape[0], *out)
+
+
+# A grouped convolution's group width (input channels per group) up to which each tap is a
+# broadcast multiply summed over the group's channels; a wider one is one batched matmul, over
+# the groups, of the taps' stacked windows. IREE 3.13 ran grouped convolutions whole 2.6-11x
+# slower than the faster of the two at RegNet-Y's and ResNeXt's shapes; the multiplies won up
+# to 16 channels a group, the matmul from 32 (Zen 4, benchmarks/grouped.py).
+MAX_GROUP_WIDTH_BY_MULTIPLIES = 16
+
+
+def _grouped_taps(window: Callable[[int], torch.Tensor], w: torch.Tensor, bias: Any,
+                  groups: int, taps: int, out: list) -> torch.Tensor:
+    """A grouped (not depthwise) convolution from its taps' windows: by broadcast multiplies
+    for narrow groups, else one batched matmul over the groups (`MAX_GROUP_WIDTH_BY_MULTIPLIES`)."""
+    first = window(0)
+    n, spatial = first.shape[0], len(out)
+    o_ch, width = w.shape[:2]
+    per_group = o_ch // groups
+    if width <= MAX_GROUP_WIDTH_BY_MULTIPLIES:
+        weights = w.reshape(groups, per_group, width, taps)
+        y = None
+        for tap in range(taps):
+            view = (first if tap == 0 else window(tap)).reshape(n, groups, 1, width, *out)
+            term = (view * weights[..., tap].reshape(1, groups, per_group, width,
+                                                     *([1] * spatial))).sum(3)
+            y = term if y is None else y + term
+    else:
+        columns = torch.stack([window(tap).reshape(n, groups, width, -1)
+                               for tap in range(taps)], 3)  # [N, G, C/G, taps, positions]
+        weights = w.reshape(1, groups, per_group, width * taps)
+        y = torch.bmm(weights.expand(n, *weights.shape[1:]).reshape(n * groups, per_group, -1),
+                      columns.reshape(n * groups, width * taps, -1))
+    y = y.reshape(n, o_ch, *out)
+    return y if bias is None else y + bias.reshape(1, -1, *([1] * spatial))
 
 
 def _tap_windows(x: torch.Tensor, kernel: list, stride: list, padding: list, dilation: list,
