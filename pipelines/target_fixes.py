@@ -1,5 +1,5 @@
 # RUN: %PYTHON %s cpu vulkan vulkan:llvmpipe cuda | FileCheck %s
-# CHECK: cpu: seed-as-input, lower-attention, fence-reductions, fence-gathered-slices, fence-batched-matmul-operands, fence-transposed-matmul-results
+# CHECK: cpu: seed-as-input, lower-attention, fence-reductions, fence-gathered-slices, fence-batched-matmul-operands, fence-transposed-matmul-results, fence-reduced-convolutions
 # CHECK-NEXT: vulkan: seed-as-input, widen-narrow-io, lower-attention, fold-wide-casts-into-reductions, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, keep-nan-min-max, keep-nan-zero-products, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices, widen-narrow-storage, narrow-index-math
 # CHECK-NEXT: vulkan:llvmpipe: seed-as-input, lower-attention, fold-wide-casts-into-reductions, fence-reductions, guard-zero-divisors, keep-nan-self-subtract, keep-nan-min-max, keep-nan-zero-products, fence-pad-sources, fence-strided-slices, refuse-long-sorts, reorder-depthwise-convs, fence-gathered-slices
 # CHECK-NEXT: cuda: seed-as-input, fence-reductions, fence-gathered-slices
@@ -28,7 +28,9 @@ without Int64 either gets its i64 math that provably fits in i32 done in i32
 written to memory first (`fence-gathered-slices`: IREE's llvm-cpu code for the fusion fails to
 translate); the CPU also gets the computed operands of a batched matmul written to memory
 before its data tiling packs them (`fence-batched-matmul-operands`: packed in the dispatch that
-computes them, they could come out per collapsed batch, wrong).
+computes them, they could come out per collapsed batch, wrong), and a convolution's result
+written out before a reduction reads it (`fence-reduced-convolutions`: a CNN's head fused with
+its global pool overflowed the stack and cost the fast configuration).
 ``scaled_dot_product_attention`` reaches IREE as each target compiles it (`lower-attention`:
 tuned tiles on the CPU, the math form on Vulkan, IREE's GPU attention on CUDA).
 ``lowerkit.compile`` and ``lowerkit check`` both build this through the registry
@@ -44,6 +46,7 @@ from lowerkit.iree import cpu_kernels
 from lowerkit.target import CPU_OP_CONFIG_NATIVE_VECTORS, native_vector_bytes
 from lowerkit.passes import (attention, batched_operand_fence, depthwise_order,
                              gathered_slice_fence, matmul_transpose_fence, narrow_storage,
+                             reduced_conv_fence,
                              narrow_index_math,
                              narrow_io, nan_min_max, pad_fence, reduction_fence, seed_input, self_subtract,
                              sort_guard, wide_cast_fold, zero_product,
@@ -95,6 +98,8 @@ def build_pipeline(target: "Target | str" = "cpu", after: Build = Build.TORCH_ML
             stages.append(PythonPassStage.from_module(batched_operand_fence))
             # and leaves a matmul whose result is transposed off its microkernel path
             stages.append(PythonPassStage.from_module(matmul_transpose_fence))
+            # and a convolution fused with the reduction reading it overflowed the stack
+            stages.append(PythonPassStage.from_module(reduced_conv_fence))
     return Pipeline("target-fixes", stages, description=__doc__.splitlines()[0])
 
 

@@ -275,3 +275,24 @@ def test_a_failure_iree_blames_on_its_optimization_level_keeps_the_other_fast_fl
     assert tried[0] == () and forward == [("--iree-opt-level=O3",)], tried
     said = [str(w.message) for w in caught if "safer rung" in str(w.message)]
     assert said and "'fast, no O3'" in said[0], said
+
+
+@pytest.mark.parametrize("channels,size", [(256, 12), (320, 7)], ids=["efficientnet-v2-s",
+                                                                       "mobilenet-v2"])
+def test_a_cnn_head_and_its_global_pool_compile_on_the_fast_rung(channels, size):
+    """A 1x1 convolution to 1280 channels, BatchNorm and an activation, then the global average
+    pool: fused into one dispatch, its tiles overflowed IREE's stack limit and the whole model
+    fell to a slower rung (`fence-reduced-convolutions` keeps them apart)."""
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm2d(1280)
+    bn.running_mean.uniform_(-1, 1)
+    bn.running_var.uniform_(0.5, 2)
+    head = torch.nn.Sequential(torch.nn.Conv2d(channels, 1280, 1, bias=False), bn,
+                               torch.nn.SiLU(), torch.nn.AdaptiveAvgPool2d(1),
+                               torch.nn.Flatten()).eval()
+    x = torch.randn(1, channels, size, size)
+    art = lowerkit.compile(head, (x,), target="cpu", cache=False)
+    assert art.compile_rung == "fast"
+    with torch.no_grad():
+        result = compare(art(x), head(x))
+    assert result.ok, result.message

@@ -30,7 +30,8 @@ def test_model_matches_eager_on_cpu(name):
     weights = ["externalize-weights"] if art.parameters else []
     assert names == ["torch-import", *default, "seed-as-input", "bridge-to-iree",
                      "lower-attention", "fence-reductions", "fence-gathered-slices",
-                     "fence-batched-matmul-operands", "fence-transposed-matmul-results", *weights,
+                     "fence-batched-matmul-operands", "fence-transposed-matmul-results",
+                     "fence-reduced-convolutions", *weights,
                      "iree-compile"]
 
 

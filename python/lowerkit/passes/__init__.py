@@ -43,6 +43,7 @@ PASSES = {
     "fence-gathered-slices": "gathered_slice_fence",
     "fence-batched-matmul-operands": "batched_operand_fence",
     "fence-transposed-matmul-results": "matmul_transpose_fence",
+    "fence-reduced-convolutions": "reduced_conv_fence",
     "widen-narrow-storage": "narrow_storage",
     "keep-nan-self-subtract": "self_subtract",
     "keep-nan-min-max": "nan_min_max",
