@@ -219,6 +219,10 @@ def main(args: argparse.Namespace) -> int:
         slower = [r.model for r in results if r.speedup("lowerkit", base) < 1.0]
         if slower:
             console.print(f"[yellow]slower than {base}: {', '.join(slower)}")
+    off_fast = [f"{r.model} ({name}: {rung})" for r in results
+                for name, rung in r.rungs.items() if rung != "fast"]
+    if off_fast:
+        console.print(f"[yellow]compiled off the fast rung: {', '.join(off_fast)}")
     if bench.TUNED in peers:
         tuned_vs = {b: bench.geomean([r.speedup(bench.TUNED, b) for r in results])
                     for b in ("eager", "torch.compile", "openvino", "iree-defaults") if b in

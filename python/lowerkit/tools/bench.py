@@ -202,6 +202,9 @@ class BenchResult:
     flops: float | None = None   # per call, when known (the GEMM line)
     settle_s: float = 0.0        # idle before each sample
     tuned: dict = field(default_factory=dict)  # what the TUNED contender read from its database
+    # the compile ladder's rung each lowerkit contender compiled on (`Artifact.compile_rung`):
+    # off "fast", iree-compile rejected lowerkit's fast configuration for this model
+    rungs: dict[str, str] = field(default_factory=dict)
 
     def median(self, name: str) -> float:
         t = self.timings.get(name)
@@ -218,6 +221,7 @@ class BenchResult:
             "spread": {k: t.spread for k, t in self.timings.items()},
             "samples_ms": {k: [s * 1e3 for s in t.samples] for k, t in self.timings.items()},
             **({"tuned": self.tuned} if self.tuned else {}),
+            **({"compile_rung": self.rungs} if self.rungs else {}),
             "lowerkit_vs_eager": self.speedup("lowerkit", "eager"),
             "lowerkit_vs_torch_compile": self.speedup("lowerkit", "torch.compile"),
             "compile_cold_s": self.compile_cold,
@@ -284,6 +288,7 @@ def _compile_lowerkit(model, args, kwargs, target: str, result: "BenchResult"):
         start = time.perf_counter()
         art = api.compile(model, args, kwargs, target=target, **options)
         getattr(result, f"compile_{label}")["lowerkit"] = time.perf_counter() - start
+    result.rungs["lowerkit"] = getattr(art, "compile_rung", "fast")
     for _ in range(3):
         art(*args, **kwargs)
     return art
@@ -333,6 +338,7 @@ def _compile_tuned(model, args, kwargs, target: str, result: "BenchResult"):
         art = api.compile(model, args, kwargs, target=target, cache=False)
         result.compile_cold[TUNED] = time.perf_counter() - start
     result.tuned = {k: str(v) for k, v in art.tuned.items()}
+    result.rungs[TUNED] = art.compile_rung
     for _ in range(3):
         art(*args, **kwargs)
     return art
