@@ -715,6 +715,34 @@ def render_depthwise(data: dict, path: str) -> str:
             f"the run.\n\n{provenance(path, data['meta'])}")
 
 
+# -- grouped.py --json -----------------------------------------------------------------------------
+def render_grouped(data: dict, path: str) -> str:
+    """Each grouped shape and model: eager, torch.compile, whole, and the two per-tap forms."""
+    from lowerkit.ingress.decompositions import MAX_GROUP_WIDTH_BY_MULTIPLIES
+
+    lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | eager | torch.compile "
+             "| whole (before) | multiplies | matmul | lowerkit's form | whole / lowerkit's "
+             "| eager / lowerkit's | error / scale |",
+             "| --- |" + " ---: |" * 5 + " --- |" + " ---: |" * 3]
+    for r in data["rows"]:
+        if not r["matches_eager"]:
+            raise ResultError(f"{path}: {r['name']} did not match eager")
+        ms = r["ms"]
+        if r["kind"] == "shape":
+            width = int(r["name"].split("(")[1].split()[0])
+            form = "multiplies" if width <= MAX_GROUP_WIDTH_BY_MULTIPLIES else "matmul"
+            name = r["name"]
+        else:  # a model mixes widths: the faster of the two forms it was timed in
+            form = min(("multiplies", "matmul"), key=lambda f: ms[f])
+            name = f"**{r['name']}**"
+        lines.append(f"| {name} | " + " | ".join(_num(ms[k]) for k in (
+            "eager", "torch.compile", "whole", "multiplies", "matmul"))
+            + f" | {form} | {_ratio(ms['whole'] / ms[form])} | {_ratio(ms['eager'] / ms[form])}"
+            f" | {_num(max(r['error_over_scale'].values()), 2)} |")
+    return (("\n".join(lines)) + f"\n\nLoad average {_num(data['load_after'], 2)} at the end of "
+            f"the run.\n\n{provenance(path, data['meta'])}")
+
+
 # -- conv_phases.py --json -------------------------------------------------------------------------
 def render_conv_phases(data: dict, path: str) -> str:
     """Each shape and model: eager, torch.compile, data-tiled whole and by phases."""
@@ -1987,6 +2015,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/depthwise.py"
          " --json benchmarks/results/depthwise.json",),
         render_depthwise, torch_threads=2),
+    "grouped-zen4": Block(
+        ("grouped-zen4.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/grouped.py"
+         " --json benchmarks/results/grouped-zen4.json",),
+        render_grouped, torch_threads=2),
     "conv-phases": Block(
         ("conv-phases.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_phases.py"
