@@ -184,8 +184,8 @@ class _KeptWhole(threading.local):
 MIN_TAP_CHANNELS = 8
 MAX_TAPS = 9
 # A depthwise one goes per tap up to 7x7: IREE 3.13's depthwise kernel ran DeepLabV3's and
-# MobileNetV3's 5x5 shapes and ConvNeXt's 7x7 ones 1.5-4.5x slower than their taps' sum
-# (Zen 4, benchmarks/depthwise.py's wide shapes).
+# MobileNetV3's 5x5 shapes and ConvNeXt's 7x7 ones 1.2-2.4x slower than their taps' sum
+# (Zen 4, benchmarks/results/depthwise.json's wide shapes).
 MAX_DEPTHWISE_TAPS = 49
 # A dense 2-D convolution this thick (input and output channels) goes whole to im2col when it
 # is strided or has fewer output positions than `MIN_THICK_TAP_POSITIONS`: its one matmul over
@@ -329,9 +329,9 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
 
 # A grouped convolution's group width (input channels per group) up to which each tap is a
 # broadcast multiply summed over the group's channels; a wider one is one batched matmul, over
-# the groups, of the taps' stacked windows. IREE 3.13 ran grouped convolutions whole 2.6-11x
+# the groups, of the taps' stacked windows. IREE 3.13 ran grouped convolutions whole 2.7-8.3x
 # slower than the faster of the two at RegNet-Y's and ResNeXt's shapes; the multiplies won up
-# to 16 channels a group, the matmul from 32 (Zen 4, benchmarks/grouped.py).
+# to 16 channels a group, the matmul from 32 (Zen 4, benchmarks/results/grouped-zen4.json).
 MAX_GROUP_WIDTH_BY_MULTIPLIES = 16
 
 
