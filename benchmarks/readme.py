@@ -743,6 +743,26 @@ def render_grouped(data: dict, path: str) -> str:
             f"the run.\n\n{provenance(path, data['meta'])}")
 
 
+# -- dilated.py --json -----------------------------------------------------------------------------
+def render_dilated(data: dict, path: str) -> str:
+    """Each dilated shape and the model: eager, torch.compile and the three forms."""
+    forms = ("regions, per tap", "per tap", "whole")
+    lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | eager | torch.compile "
+             "| by regions, per tap (now) | per tap | whole | per tap / now | whole / now "
+             "| eager / now | error / scale |", "| --- |" + " ---: |" * 9]
+    for r in data["rows"]:
+        if not r["matches_eager"]:
+            raise ResultError(f"{path}: {r['name']} did not match eager")
+        ms, now = r["ms"], r["ms"]["regions, per tap"]
+        name = r["name"] if r["kind"] == "shape" else f"**{r['name']}**"
+        lines.append(f"| {name} | " + " | ".join(_num(ms[k]) for k in (
+            "eager", "torch.compile", *forms))
+            + f" | {_ratio(ms['per tap'] / now)} | {_ratio(ms['whole'] / now)}"
+            f" | {_ratio(ms['eager'] / now)} | {_num(max(r['error_over_scale'].values()), 2)} |")
+    return (("\n".join(lines)) + f"\n\nLoad average {_num(data['load_after'], 2)} at the end of "
+            f"the run.\n\n{provenance(path, data['meta'])}")
+
+
 # -- conv_phases.py --json -------------------------------------------------------------------------
 def render_conv_phases(data: dict, path: str) -> str:
     """Each shape and model: eager, torch.compile, data-tiled whole and by phases."""
@@ -2020,6 +2040,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/grouped.py"
          " --json benchmarks/results/grouped-zen4.json",),
         render_grouped, torch_threads=2),
+    "dilated-zen4": Block(
+        ("dilated-zen4.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/dilated.py"
+         " --json benchmarks/results/dilated-zen4.json",),
+        render_dilated, torch_threads=2),
     "conv-phases": Block(
         ("conv-phases.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_phases.py"

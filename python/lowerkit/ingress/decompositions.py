@@ -219,9 +219,9 @@ def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int], groups: int = 
     if x.shape[1] < MIN_TAP_CHANNELS:
         return False
     if dilated:
-        # IREE 3.13's im2col of a dilated convolution ran a 960->256 3x3 one over 9x15 at
-        # 2.3x its undilated time (12.3 against 5.4 ms, eager 4.0; Zen 4): per tap, a
-        # dilation only moves each tap's window
+        # IREE 3.13's whole code for a dilated convolution was many times slower than its
+        # taps (benchmarks/results/dilated-zen4.json): per tap, a dilation only moves each
+        # tap's window
         return True
     if x.dim() != 4 or min(x.shape[1], w.shape[0]) < THICK_CHANNELS or tuning.gpu_import():
         return True  # measured on CPUs only: a GPU target keeps per tap
@@ -279,8 +279,12 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     # (a bias `_convolution` adds after still names the shape: measured choices were stored so)
     shape = tuning.ConvShape(tuple(x.shape), tuple(w.shape), tuple(stride), tuple(padding),
                              tuple(dilation), bias is not None or _BIAS_SPLIT_OFF.on, groups)
-    if not grouped and spatial == 2 and tuning.dense_convolutions_whole():
-        return NotImplemented  # the CPU's measured strategy: IREE data-tiles it whole
+    dilated = any(d != 1 for d in dilation)
+    if not grouped and spatial == 2 and tuning.dense_convolutions_whole() and not dilated:
+        # the CPU's measured strategy: IREE data-tiles it whole. Not a dilated one: whole, a
+        # 512 -> 512 3x3 at rate 2 over 65x65 took 15x eager's time (each one-convolution
+        # program took the data-tiled strategy: benchmarks/results/dilated-zen4-c972595.json)
+        return NotImplemented
     n, c = x.shape[:2]
     sizes = x.shape[2:]
     out = [(sizes[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
@@ -292,7 +296,7 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
         positions *= o
     chosen = tuning.choice_for(shape)
     if chosen == tuning.IM2COL or chosen is None and not taps_pay(
-            x, w, stride, groups, positions, dilated=any(d != 1 for d in dilation)):
+            x, w, stride, groups, positions, dilated=dilated):
         return NotImplemented
     tuning.wrote_per_tap(shape)
     window = _tap_windows(x, kernel, stride, padding, dilation, out, phased=grouped)
