@@ -12,7 +12,7 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   and inf/NaN propagate as in a sequential sum (a triangular matmul would turn ``inf * 0`` into
   NaN).
 
-* ``convolution`` (1-D and 2-D, ``groups=1``, 2-9 kernel taps, float32): one matmul per
+* ``convolution`` (1-D and 2-D, dense: 2-9 kernel taps, float32): one matmul per
   kernel tap, ``W[:, :, tap] @ shifted window of x``, summed. IREE's im2col form of the same
   conv builds the ``[C*taps, H*W]`` column matrix and packs it for the matmul ukernel in one
   dispatch that its CPU codegen does not vectorise well (UNet's 48->16 3x3 conv at 64x64:
@@ -23,12 +23,15 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   (`_conv1d_unit_height`), which takes im2col. The per-tap matmuls are ordinary data-tiled
   matmuls on shifted views (the 64x64
   conv above: 0.9 ms in all, eager 1.4 ms). A depthwise convolution (``groups`` = channels)
-  goes per tap too, as a per-channel multiply of each tap's window, and a strided one reads
-  its windows from phases of the input (`_tap_windows`). On MobileNetV2's shapes IREE's
-  depthwise kernel took 2.3-7.3x the per-tap form's time at stride 1 and 1.5-1.8x at stride
-  2 (benchmarks/results/depthwise.json). Neither form wins on every shape and CPU:
-  `taps_pay` is the rule, and a choice measured on this CPU by ``lowerkit tune``
-  (`lowerkit.tuning`) replaces it for that shape.
+  goes per tap too, up to 7x7, as a per-channel multiply of each tap's window, and a strided
+  one reads its windows from phases of the input (`_tap_windows`): IREE's depthwise kernel was
+  slower at every MobileNetV2, MobileNetV3, DeepLabV3 and ConvNeXt shape measured
+  (benchmarks/results/depthwise.json). On a CPU a grouped convolution (RegNet, ResNeXt) goes
+  per tap as well, by multiplies or a matmul over the groups (`_grouped_taps`), and a dilated
+  dense one always does. Neither form wins on every shape and CPU: `taps_pay` is the rule, and
+  a choice measured on this CPU by ``lowerkit tune`` (`lowerkit.tuning`) replaces it for that
+  shape. A convolution that reads mostly padding (DeepLabV3's atrous head) is first split by
+  output regions into unpadded ones of the taps that reach the input (`_conv_by_regions`).
 
 * strided ``convolution`` (2-D, ``groups=1``, fewer than 8 input channels, float32), where
   dense convolutions go whole to IREE's data tiling: the stride-1 convolution over the input's
