@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     from lowerkit.tools.bench import run_metadata, write_results
-    from lowerkit.tools.tune import compare_forms
+    from lowerkit.tools.tune import compare_cases
     from lowerkit.zoo import real_models
 
     torch.set_num_threads(2)
@@ -75,13 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         cases.append((label, make, "shape"))
     for name in filter(None, opts.models.split(",")):
         cases.append((name, lambda name=name: getattr(real_models, name)()[:2], "model"))
-    rows = []
     console = Console(width=170)
-    for label, make, kind in cases:
-        with console.status(label):
-            model, args = make()
-            rows.append({"name": label, "kind": kind,
-                         **compare_forms(model, args, forms, opts.rounds)})
+    rows = compare_cases(cases, forms, opts.rounds, console)
     table = Table(title="ms a call (median)")
     for col in ("", "eager", "torch.compile", *FORMS, "matches eager"):
         table.add_column(col)

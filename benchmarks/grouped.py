@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     from lowerkit.tools.bench import run_metadata, write_results
-    from lowerkit.tools.tune import compare_forms
+    from lowerkit.tools.tune import compare_cases
 
     torch.set_num_threads(2)
     meta = run_metadata()
@@ -92,13 +92,8 @@ def main(argv: list[str] | None = None) -> int:
                           (conv, (torch.randn(1, c, size, size),)), "shape"))
     for name in filter(None, opts.models.split(",")):
         cases.append((name, lambda name=name: _model(name), "model"))
-    rows = []
     console = Console(width=170)
-    for label, make, kind in cases:
-        with console.status(label):
-            model, args = make()
-            rows.append({"name": label, "kind": kind,
-                         **compare_forms(model, args, forms, opts.rounds)})
+    rows = compare_cases(cases, forms, opts.rounds, console)
     table = Table(title="ms a call (median)")
     for col in ("", "eager", "torch.compile", "whole", "multiplies", "matmul",
                 "whole / best per tap", "matches eager"):

@@ -2173,8 +2173,8 @@ FAULTS = [
     Fault("cnn-head-fused-with-its-pool", "a CNN's 1x1 head convolution is fused with its global pool (EfficientNet-V2-S off the fast rung)",
           ["test/python/test_compile_ladder.py::test_a_cnn_head_and_its_global_pool_compile_on_the_fast_rung"],
           "python/lowerkit/passes/reduced_conv_fence.py",
-          "    if op.name.startswith(\"linalg.conv_\"):\n        return True\n",
-          "    if op.name.startswith(\"linalg.conv_\"):\n        return False\n"),
+          "lambda op: op.name.startswith(\"linalg.conv_\"), steps)",
+          "lambda op: False, steps)"),
 ]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..ir import Build
+from ._linalg import reduction_loops
 
 # producers that compute nothing: fusing these was never wrong (a barrier, tied or not, is
 # another fence's)
@@ -79,6 +80,27 @@ def barrier(value: Any, at: Any, location: Any,
         tied = ir.Operation.create("flow.tensor.tie_shape", results=[value.type],
                                    operands=[fenced.results[0], *dims])
     return tied.results[0], readers
+
+
+RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+
+
+def produced_by(value: Any, ir: Any, source: Callable[[Any], bool], steps: int) -> bool:
+    """Whether ``value`` is the result of an op ``source`` accepts, maybe reshaped or passed
+    through elementwise ops (a bias add, BatchNorm, an activation) that each read it as their
+    first input, with at most ``steps`` such ops between."""
+    op = getattr(value.owner, "operation", value.owner)
+    if not isinstance(op, ir.Operation) or steps < 0:
+        return False
+    if source(op):
+        return True
+    if op.name in RESHAPES:
+        return produced_by(op.operands[0], ir, source, steps - 1)
+    loops = reduction_loops(op)
+    if op.name == "linalg.generic" and loops and not any(loops):
+        n_in = len(op.operands) - len(op.results)
+        return n_in >= 1 and produced_by(op.operands[0], ir, source, steps - 1)
+    return False
 
 
 def fence_source(op: Any, index: int = 0, barrier_op: str = OPTIMIZATION_BARRIER) -> bool:

@@ -17,38 +17,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._linalg import reduction_loops
-from ._source_fence import COMPUTE_BARRIER, fence_source, ir_of, ops_where
+from ._source_fence import COMPUTE_BARRIER, fence_source, ir_of, ops_where, produced_by
 
 NAME = "fence-transposed-matmul-results"
 BUILD = "iree"  # `util.optimization_barrier` / run on what IREE compiles
 MATMULS = ("linalg.matmul", "linalg.batch_matmul", "linalg.matmul_transpose_a",
            "linalg.matmul_transpose_b", "linalg.batch_matmul_transpose_a",
            "linalg.batch_matmul_transpose_b")
-RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 MAX_STEPS = 6  # ops between the matmul and the transpose (bias add, reshapes)
 
 
-def _owner(value: Any, ir: Any) -> Any:
-    owner = getattr(value.owner, "operation", value.owner)
-    return owner if isinstance(owner, ir.Operation) else None
-
-
 def from_matmul(value: Any, ir: Any, steps: int = MAX_STEPS) -> bool:
-    """Whether ``value`` is a matmul's result, maybe reshaped or passed through elementwise
-    ops (a bias add), each of which reads it as its first input."""
-    op = _owner(value, ir)
-    if op is None or steps < 0:
-        return False
-    if op.name in MATMULS:
-        return True
-    if op.name in RESHAPES:
-        return from_matmul(op.operands[0], ir, steps - 1)
-    loops = reduction_loops(op)
-    if op.name == "linalg.generic" and loops and not any(loops):
-        n_in = len(op.operands) - len(op.results)
-        return n_in >= 1 and from_matmul(op.operands[0], ir, steps - 1)
-    return False
+    """Whether ``value`` is a matmul's result, maybe reshaped or passed through elementwise ops
+    (a bias add), each of which reads it as its first input."""
+    return produced_by(value, ir, lambda op: op.name in MATMULS, steps)
 
 
 def fence(module_op: Any) -> int:

@@ -16,34 +16,17 @@ from __future__ import annotations
 from typing import Any
 
 from ._linalg import reduction_loops
-from ._source_fence import COMPUTE_BARRIER, fence_source, ir_of, ops_where
+from ._source_fence import COMPUTE_BARRIER, fence_source, ir_of, ops_where, produced_by
 
 NAME = "fence-reduced-convolutions"
 BUILD = "iree"  # `iree_tensor_ext.compute_barrier.start` / run on what IREE compiles
-RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 MAX_STEPS = 6  # ops between the convolution and the reduction (BatchNorm, activation, reshapes)
-
-
-def _owner(value: Any, ir: Any) -> Any:
-    owner = getattr(value.owner, "operation", value.owner)
-    return owner if isinstance(owner, ir.Operation) else None
 
 
 def from_convolution(value: Any, ir: Any, steps: int = MAX_STEPS) -> bool:
     """Whether ``value`` is a convolution's result, maybe reshaped or passed through elementwise
     ops (BatchNorm, an activation) that each read it as their first input."""
-    op = _owner(value, ir)
-    if op is None or steps < 0:
-        return False
-    if op.name.startswith("linalg.conv_"):
-        return True
-    if op.name in RESHAPES:
-        return from_convolution(op.operands[0], ir, steps - 1)
-    loops = reduction_loops(op)
-    if op.name == "linalg.generic" and loops and not any(loops):
-        n_in = len(op.operands) - len(op.results)
-        return n_in >= 1 and from_convolution(op.operands[0], ir, steps - 1)
-    return False
+    return produced_by(value, ir, lambda op: op.name.startswith("linalg.conv_"), steps)
 
 
 def fence(module_op: Any) -> int:

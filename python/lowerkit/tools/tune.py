@@ -215,6 +215,19 @@ def compare_forms(model, args: tuple, forms: dict[str, Callable[[], Any]], round
             "dispatches": {f: st.get("dispatches") for f, st in stats.items()}}
 
 
+def compare_cases(cases: list, forms: dict[str, Callable[[], Any]], rounds: int,
+                  console: Any) -> list[dict]:
+    """`compare_forms` for each of ``cases`` (label, a factory of ``(model, args)``, kind),
+    with a status line each: the rows the form benchmarks (grouped.py, dilated.py) store."""
+    rows = []
+    for label, make, kind in cases:
+        with console.status(label):
+            model, args = make()
+            rows.append({"name": label, "kind": kind,
+                         **compare_forms(model, args, forms, rounds)})
+    return rows
+
+
 def measure(shape: ConvShape, target: Any = "cpu", rounds: int = ROUNDS,
             margin: float = MARGIN) -> Measurement:
     """Compile ``shape`` both ways for ``target``, check both against eager, and time them."""
