@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._linalg import reduction_loops
+from ._linalg import reduces
 from ._source_fence import COMPUTE_BARRIER, fence_source, ir_of, ops_where, produced_by
 
 NAME = "fence-reduced-convolutions"
@@ -33,8 +33,7 @@ def fence(module_op: Any) -> int:
     """Put a barrier on the input of each reduction of a convolution's result; returns how many."""
     ir = ir_of(module_op)
     fenced = 0
-    for op in ops_where(module_op, lambda o: o.name == "linalg.generic" and any(
-            reduction_loops(o))):
+    for op in ops_where(module_op, reduces):
         source = op.operands[0]
         # a dynamic one's barrier would need its dims tied (as `_source_fence.barrier` does)
         static = "?" not in str(source.type)
