@@ -2175,6 +2175,21 @@ FAULTS = [
           "python/lowerkit/passes/reduced_conv_fence.py",
           "lambda op: op.name.startswith(\"linalg.conv_\"), steps)",
           "lambda op: False, steps)"),
+    Fault("compute-barrier-dims-dropped", "a fence's compute barrier of a dynamic tensor is made without its dims (the module fails to verify; the program falls off the fast rung)",
+          ["test/python/test_compile_ladder.py::test_fenced_dynamic_values_compile_on_the_fast_rung"],
+          "python/lowerkit/passes/_source_fence.py",
+          "operands=[value, *(dims if carries_dims else [])])",
+          "operands=[value])"),
+    Fault("conv3d-taps-never", "a 3-D convolution of one clip goes by depth on a CPU without AVX-512 (R3D-18's broadcast-weight batched matmuls)",
+          ["test/python/test_decompositions.py::test_3d_convolutions_go_per_tap_without_512_bit_vectors"],
+          "python/lowerkit/ingress/decompositions.py",
+          "            and tuning.narrow_vector_cpu_import())",
+          "            and False)"),
+    Fault("conv3d-tap-window-off-by-one", "a 3-D convolution's per-tap windows read one kernel step late in depth",
+          ["test/python/test_decompositions.py::test_3d_convolutions_go_per_tap_without_512_bit_vectors"],
+          "python/lowerkit/ingress/decompositions.py",
+          "        starts = [index[i] * dilation[i] for i in range(spatial)]",
+          "        starts = [(index[i] + (spatial == 3 and i == 0 and index[i] < kernel[i] - 1)) * dilation[i] for i in range(spatial)]"),
 ]
 
 

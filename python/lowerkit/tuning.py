@@ -623,6 +623,14 @@ def dense_convolutions_data_tiled() -> bool:
     return dense_convolutions_whole() and data_tiling_pays(_active.target)
 
 
+def narrow_vector_cpu_import() -> bool:
+    """Whether the import running on this thread is for llvm-cpu alone, on a CPU without
+    512-bit vectors (`data_tiling_pays` false): the CPUs where lowerkit's forms for them were
+    measured (a Zen 3)."""
+    return (_active.target is not None and _active.cpu_only
+            and not data_tiling_pays(_active.target))
+
+
 def gpu_import() -> bool:
     """Whether the import running on this thread is for a target with a GPU device (inside
     `applied`); an import outside a compile is taken as for the CPU."""

@@ -296,3 +296,34 @@ def test_a_cnn_head_and_its_global_pool_compile_on_the_fast_rung(channels, size)
     with torch.no_grad():
         result = compare(art(x), head(x))
     assert result.ok, result.message
+
+
+def test_fenced_dynamic_values_compile_on_the_fast_rung():
+    """A packed projection's transpose (`fence-transposed-matmul-results`) and a convolution
+    head's pool (`fence-reduced-convolutions`) over a dynamic size: the fence's barrier carries
+    the value's dynamic dims (``compute_barrier.start`` takes them as operands; without them
+    the module failed to verify)."""
+    torch.manual_seed(0)
+
+    class Fenced(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(32, 96)
+            self.head = torch.nn.Conv2d(8, 16, 1)
+
+        def forward(self, tokens, image):
+            q, k, v = self.proj(tokens).unflatten(-1, (3, 32)).transpose(0, 1).unbind(0)
+            return q * k + v, self.head(image).relu().mean((2, 3))
+
+    model = Fenced().eval()
+    args = (torch.randn(7, 32), torch.randn(1, 8, 9, 9))
+    seq, side = torch.export.Dim("seq", min=2, max=64), torch.export.Dim("side", min=2, max=32)
+    art = lowerkit.compile(model, args, target="cpu", cache=False,
+                           dynamic_shapes=({0: seq}, {2: side, 3: side}))
+    assert art.compile_rung == "fast"
+    for n, s in ((7, 9), (20, 5)):
+        inputs = (torch.randn(n, 32), torch.randn(1, 8, s, s))
+        with torch.no_grad():
+            for got, want in zip(art(*inputs), model(*inputs)):
+                result = compare(got, want)
+                assert result.ok, result.message

@@ -280,6 +280,25 @@ def test_3d_convolutions_become_2d_ones():
     assert not any(op.startswith("linalg.conv_3d") for op in ops), ops
 
 
+def test_3d_convolutions_go_per_tap_without_512_bit_vectors():
+    """On a CPU without AVX-512 a dense 3-D convolution of one clip is a plain matmul per tap
+    (by depth, its taps were batched matmuls with a broadcast weight, which IREE does not
+    data-tile); with AVX-512, or for a batch of clips, it still goes by depth."""
+    from lowerkit import tuning
+
+    torch.manual_seed(0)
+    conv3d = torch.nn.Conv3d(16, 8, 3, 1, 1).eval()
+    clip, clips = torch.randn(1, 16, 4, 6, 6), torch.randn(2, 16, 4, 6, 6)
+    for target, x, per_tap in (("cpu:x86-64-v3", clip, True), ("cpu:znver4", clip, False),
+                               ("cpu:x86-64-v3", clips, False)):
+        with tuning.applied(target):
+            hist = lowered_histogram(conv3d, (x,))
+        assert (hist.get("linalg.matmul", 0) == 27) == per_tap, (target, x.shape, hist)
+    art = lowerkit.compile(conv3d, (clip,), target="cpu:x86-64-v3", cache=False)
+    with torch.no_grad():
+        assert_matches(art(clip), conv3d(clip))
+
+
 WHOLE_1D = [  # (convolution, input shape): dense 1-D convolutions the per-tap form leaves
     (torch.nn.Conv1d(4, 8, 3, padding=2, dilation=2), (1, 4, 30)),      # few channels
     (torch.nn.Conv1d(16, 8, 10, stride=5, bias=False), (2, 16, 80)),    # wav2vec2's 10 taps

@@ -235,6 +235,26 @@ def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int], groups: int = 
     return all(s == 1 for s in stride) and positions >= MIN_THICK_TAP_POSITIONS
 
 
+# A dense 3-D convolution of one clip goes per tap (a plain matmul per tap over all the
+# clip's output positions, up to 3x3x3) on a CPU without 512-bit vectors, where IREE does not
+# data-tile convolutions whole: by depth (`_conv3d_by_depth`) each 2-D convolution's taps
+# were batched matmuls with a weight broadcast over the batch, which IREE 3.13 does not
+# data-tile (9 GFLOP/s). On a Zen 3 R3D-18 ran 1.05x faster per tap, its 256- and 512-channel
+# stages 2.1x and 1.2x, its 64-channel ones 1.06-1.12x and its 128-channel one 0.94x
+# (benchmarks/conv3d_forms.py, conv3d-forms-zen3.json). Either way it stays near 0.45x eager
+# there: each tap's window is copied out before its matmul. Not measured elsewhere: other CPUs
+# and GPUs keep by depth.
+MAX_3D_TAPS = 27
+TAPS_3D = True
+
+
+def _taps_3d(x: torch.Tensor, groups: int) -> bool:
+    """Whether a 3-D convolution goes per tap: dense, one clip, on a CPU where it was
+    measured."""
+    return (TAPS_3D and groups == 1 and x.shape[0] == 1 and x.shape[1] >= MIN_TAP_CHANNELS
+            and tuning.narrow_vector_cpu_import())
+
+
 def _depthwise(x: torch.Tensor, w: torch.Tensor, groups: int) -> bool:
     """One filter per input channel (``groups == C_in == C_out``, weight ``[C, 1, *kernel]``)."""
     return groups == x.shape[1] == w.shape[0] and w.shape[1] == 1
@@ -260,8 +280,10 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
                dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Any:
     """``aten.convolution`` as a sum over kernel taps (see the module docstring): a matmul per
     tap for a dense convolution, a per-channel multiply per tap for a depthwise one."""
-    if (transposed or x.dim() not in (3, 4) or x.dtype != torch.float32
+    if (transposed or x.dim() not in (3, 4, 5) or x.dtype != torch.float32
             or w.dtype != torch.float32 or not _static(x) or not _static(w)):
+        return NotImplemented
+    if x.dim() == 5 and not _taps_3d(x, groups):
         return NotImplemented
     grouped = groups != 1
     depthwise = grouped and _depthwise(x, w, groups)
@@ -276,7 +298,8 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
                                  for v in (stride, padding, dilation))
     if len(stride) != spatial or len(padding) != spatial or len(dilation) != spatial:
         return NotImplemented
-    if not 2 <= taps <= (MAX_DEPTHWISE_TAPS if depthwise else MAX_TAPS):
+    if not 2 <= taps <= (MAX_DEPTHWISE_TAPS if depthwise else
+                         MAX_3D_TAPS if spatial == 3 else MAX_TAPS):
         return NotImplemented
     # A choice measured on this CPU (`lowerkit tune`), else the rule.
     # (a bias `_convolution` adds after still names the shape: measured choices were stored so)
@@ -298,10 +321,11 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
     for o in out:
         positions *= o
     chosen = tuning.choice_for(shape)
-    if chosen == tuning.IM2COL or chosen is None and not taps_pay(
-            x, w, stride, groups, positions, dilated=dilated):
+    if spatial != 3 and (chosen == tuning.IM2COL or chosen is None and not taps_pay(
+            x, w, stride, groups, positions, dilated=dilated)):
         return NotImplemented
-    tuning.wrote_per_tap(shape)
+    if spatial != 3:  # `lowerkit tune` measures 2-D shapes
+        tuning.wrote_per_tap(shape)
     window = _tap_windows(x, kernel, stride, padding, dilation, out, phased=grouped)
     if grouped and not depthwise:
         return _grouped_taps(window, w, bias, groups, taps, out)
@@ -712,7 +736,10 @@ def _convolution(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, paddi
                                      for v in (stride, padding, dilation))
         if len(stride) != 3 or len(padding) != 3 or len(dilation) != 3:
             return NotImplemented
-        return _conv3d_by_depth(x, w, bias, stride, padding, dilation, groups)
+        y = _conv_taps(x, w, bias, stride, padding, dilation, False, output_padding, groups)
+        if y is NotImplemented:
+            y = _conv3d_by_depth(x, w, bias, stride, padding, dilation, groups)
+        return y
     y = _conv_by_phases(x, w, bias, stride, padding, dilation, transposed, groups)
     if y is not NotImplemented:
         return y

@@ -53,30 +53,33 @@ COMPUTE_BARRIER = "iree_tensor_ext.compute_barrier.start"
 def barrier(value: Any, at: Any, location: Any,
             op: str = OPTIMIZATION_BARRIER) -> tuple[Any, list]:
     """A barrier ``op`` (`OPTIMIZATION_BARRIER` or `COMPUTE_BARRIER`) of ``value`` made at
-    insertion point ``at``: the value to
-    read instead, and the ops that still read ``value`` itself. A dynamic tensor's barrier is
-    tied to ``value``'s dims (``flow.tensor.tie_shape``): IREE cannot see through the barrier
-    for them, and an untied one failed iree-compile ("'tensor.dim' op unexpected during shape
-    cleanup": torch-mlir's e2e CosineSimilarityModule_basic under `fence-reductions`)."""
+    insertion point ``at``: the value to read instead, and the ops that still read ``value``
+    itself. A dynamic tensor's dims must reach past the barrier: `COMPUTE_BARRIER` takes them
+    as operands (without them the module does not verify), and `OPTIMIZATION_BARRIER`'s result
+    is tied to them (``flow.tensor.tie_shape``), since IREE cannot see through it (an untied one
+    failed iree-compile, "'tensor.dim' op unexpected during shape cleanup": torch-mlir's e2e
+    CosineSimilarityModule_basic under `fence-reductions`)."""
     ir = ir_of(value.owner)
     with at, location:
-        fenced = ir.Operation.create(op, results=[value.type], operands=[value])
-        readers = [fenced]
-        if value.type.typeid != ir.RankedTensorType.static_typeid:
+        readers, dims = [], []
+        tensor = (ir.RankedTensorType(value.type)
+                  if value.type.typeid == ir.RankedTensorType.static_typeid else None)
+        if tensor is not None and not tensor.has_static_shape:
+            index = ir.IndexType.get()
+            for i, n in enumerate(tensor.shape):
+                if ir.ShapedType.is_dynamic_size(n):
+                    c = ir.Operation.create("arith.constant", results=[index],
+                                            attributes={"value": ir.IntegerAttr.get(index, i)})
+                    dim = ir.Operation.create("tensor.dim", results=[index],
+                                              operands=[value, c.results[0]])
+                    readers.append(dim)
+                    dims.append(dim.results[0])
+        carries_dims = op == COMPUTE_BARRIER
+        fenced = ir.Operation.create(op, results=[value.type],
+                                     operands=[value, *(dims if carries_dims else [])])
+        readers.append(fenced)
+        if not dims or carries_dims:
             return fenced.results[0], readers
-        tensor = ir.RankedTensorType(value.type)
-        if tensor.has_static_shape:
-            return fenced.results[0], readers
-        index = ir.IndexType.get()
-        dims = []
-        for i, n in enumerate(tensor.shape):
-            if ir.ShapedType.is_dynamic_size(n):
-                c = ir.Operation.create("arith.constant", results=[index],
-                                        attributes={"value": ir.IntegerAttr.get(index, i)})
-                dim = ir.Operation.create("tensor.dim", results=[index],
-                                          operands=[value, c.results[0]])
-                readers.append(dim)
-                dims.append(dim.results[0])
         tied = ir.Operation.create("flow.tensor.tie_shape", results=[value.type],
                                    operands=[fenced.results[0], *dims])
     return tied.results[0], readers

@@ -34,10 +34,7 @@ def fence(module_op: Any) -> int:
     ir = ir_of(module_op)
     fenced = 0
     for op in ops_where(module_op, reduces):
-        source = op.operands[0]
-        # a dynamic one's barrier would need its dims tied (as `_source_fence.barrier` does)
-        static = "?" not in str(source.type)
-        if static and from_convolution(source, ir):
+        if from_convolution(op.operands[0], ir):
             fenced += fence_source(op, 0, COMPUTE_BARRIER)
     return fenced
 

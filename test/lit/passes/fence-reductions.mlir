@@ -243,8 +243,8 @@ func.func @conv_reducing_nothing(%a: tensor<2x1x32xf32>, %w: tensor<1x1x5xf32>,
 // to the reduction's dims, which IREE cannot see through the barrier for.
 // CHECK-LABEL: func.func @dynamic_pairwise
 // CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
-// CHECK: %[[FENCED:.*]] = util.optimization_barrier %[[SUM]] : tensor<?xf32>
 // CHECK: %[[DIM:.*]] = tensor.dim %[[SUM]], %{{.*}} : tensor<?xf32>
+// CHECK: %[[FENCED:.*]] = util.optimization_barrier %[[SUM]] : tensor<?xf32>
 // CHECK: %[[TIED:.*]] = flow.tensor.tie_shape %[[FENCED]] : tensor<?xf32>{%[[DIM]]}
 // CHECK: linalg.generic {{.*}} ins(%[[TIED]], %[[TIED]] :
 #rows = affine_map<(d0, d1) -> (d0, d1)>

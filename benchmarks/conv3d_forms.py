@@ -1,0 +1,94 @@
+"""3-D convolutions per tap against by kernel depth (issue 71).
+
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv3d_forms.py --json benchmarks/results/conv3d-forms-zen3.json
+
+Where a CPU does not data-tile convolutions whole (no AVX-512: `tuning.data_tiling_pays`),
+lowerkit's import wrote each 3-D convolution as one 2-D convolution per kernel depth, with the
+output depths folded into the batch (``by depth``, `decompositions._conv3d_by_depth`). Each of
+those went per tap as a batched matmul whose weight is broadcast over the batch, a form IREE
+3.13 does not data-tile: R3D-18 ran at 0.40x eager on a Zen 3 (real-models-zen3.json).
+``per tap`` writes a dense 3-D convolution of one clip as one plain matmul per kernel tap over
+all the clip's output positions (`decompositions._taps_3d`). The shapes are R3D-18's
+convolutions on 16 frames of 112x112, each with BatchNorm and ReLU; the model is
+torchvision's R3D-18. All are timed interleaved with eager and torch.compile, medians of
+rounds, and checked against eager.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import warnings
+
+# (input channels, output channels, frames, size, stride): R3D-18's 3x3x3 convolutions at 16
+# frames of 112x112 (its stem is 3 channels: by depth either way)
+SHAPES = [(64, 64, 16, 56, 1), (64, 128, 16, 56, 2), (128, 128, 8, 28, 1),
+          (256, 256, 4, 14, 1), (512, 512, 2, 7, 1)]
+MODELS = ["r3d_18"]
+FORMS = ("per tap", "by depth")
+
+
+@contextlib.contextmanager
+def _form(name: str):
+    from lowerkit.ingress import decompositions
+
+    keep = decompositions.TAPS_3D
+    decompositions.TAPS_3D = name == "per tap"
+    try:
+        yield
+    finally:
+        decompositions.TAPS_3D = keep
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--shapes", default="all", help="'all' or 'none'")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--json", metavar="FILE")
+    opts = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    from lowerkit.tools.bench import run_metadata, write_results
+    from lowerkit.tools.tune import compare_cases
+    from lowerkit.zoo import real_models
+
+    torch.set_num_threads(2)
+    meta = run_metadata()
+    forms = {f: (lambda f=f: _form(f)) for f in FORMS}
+    cases = []
+    for c_in, c_out, frames, size, stride in SHAPES if opts.shapes == "all" else []:
+        label = f"{c_in}->{c_out} 3x3x3 @{frames}x{size}x{size}" + (
+            f" /{stride}" if stride != 1 else "")
+
+        def make(c_in=c_in, c_out=c_out, frames=frames, size=size, stride=stride):
+            torch.manual_seed(0)
+            block = torch.nn.Sequential(
+                torch.nn.Conv3d(c_in, c_out, 3, stride, 1, bias=False),
+                torch.nn.BatchNorm3d(c_out), torch.nn.ReLU()).eval()
+            return block, (torch.randn(1, c_in, frames, size, size),)
+        cases.append((label, make, "shape"))
+    for name in filter(None, opts.models.split(",")):
+        cases.append((name, lambda name=name: getattr(real_models, name)()[:2], "model"))
+    console = Console(width=170)
+    rows = compare_cases(cases, forms, opts.rounds, console)
+    table = Table(title="ms a call (median)")
+    for col in ("", "eager", "torch.compile", *FORMS, "per tap x eager", "matches eager"):
+        table.add_column(col)
+    for r in rows:
+        ms = r["ms"]
+        table.add_row(r["name"], *(f"{ms[k]:.3f}" for k in ("eager", "torch.compile", *FORMS)),
+                      f"{ms['eager'] / ms['per tap']:.2f}", str(r["matches_eager"]))
+    console.print(table)
+    if opts.json:
+        write_results(opts.json, {"meta": meta, "rounds": opts.rounds, "rows": rows})
+        print(f"wrote {opts.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
