@@ -763,6 +763,25 @@ def render_dilated(data: dict, path: str) -> str:
             f"the run.\n\n{provenance(path, data['meta'])}")
 
 
+# -- conv3d_forms.py --json ------------------------------------------------------------------------
+def render_conv3d_forms(data: dict, path: str) -> str:
+    """Each 3-D shape and the model: eager, torch.compile, per tap and by depth."""
+    lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | eager | torch.compile "
+             "| per tap (now) | by depth (before) | by depth / per tap | eager / per tap "
+             "| error / scale |", "| --- |" + " ---: |" * 7]
+    for r in data["rows"]:
+        if not r["matches_eager"]:
+            raise ResultError(f"{path}: {r['name']} did not match eager")
+        ms, now = r["ms"], r["ms"]["per tap"]
+        name = r["name"] if r["kind"] == "shape" else f"**{r['name']}**"
+        lines.append(f"| {name} | " + " | ".join(_num(ms[k]) for k in (
+            "eager", "torch.compile", "per tap", "by depth"))
+            + f" | {_ratio(ms['by depth'] / now)} | {_ratio(ms['eager'] / now)}"
+            f" | {_num(max(r['error_over_scale'].values()), 2)} |")
+    return (("\n".join(lines)) + f"\n\nLoad average {_num(data['load_after'], 2)} at the end of "
+            f"the run.\n\n{provenance(path, data['meta'])}")
+
+
 # -- conv_phases.py --json -------------------------------------------------------------------------
 def render_conv_phases(data: dict, path: str) -> str:
     """Each shape and model: eager, torch.compile, data-tiled whole and by phases."""
@@ -1507,6 +1526,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real-models --peers --rounds 7"
          " --torch-threads 2 --json benchmarks/results/real-models-zen4.json",),
         render_real_models, torch_threads=2),
+    "real-models-zen3": Block(
+        ("real-models-zen3.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real-models --peers --rounds 7"
+         " --torch-threads 2 --json benchmarks/results/real-models-zen3.json",),
+        render_real_models, torch_threads=2),
     "real-models-tuned-zen4": Block(
         ("real-models-tuned-zen4.json",),
         ("for m in regnet_y_400mf mobilenet_v3_small convnext_tiny resnet50; do "
@@ -2045,6 +2069,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/dilated.py"
          " --json benchmarks/results/dilated-zen4.json",),
         render_dilated, torch_threads=2),
+    "conv3d-forms-zen3": Block(
+        ("conv3d-forms-zen3.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv3d_forms.py"
+         " --json benchmarks/results/conv3d-forms-zen3.json",),
+        render_conv3d_forms, torch_threads=2),
     "conv-phases": Block(
         ("conv-phases.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_phases.py"
