@@ -2064,6 +2064,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/grouped.py"
          " --json benchmarks/results/grouped-zen4.json",),
         render_grouped, torch_threads=2),
+    "grouped-zen3": Block(
+        ("grouped-zen3.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/grouped.py --rounds 9"
+         " --json benchmarks/results/grouped-zen3.json",),
+        render_grouped, torch_threads=2),
     "dilated-zen4": Block(
         ("dilated-zen4.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/dilated.py"

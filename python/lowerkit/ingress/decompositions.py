@@ -363,6 +363,9 @@ def _conv_taps(x: torch.Tensor, w: torch.Tensor, bias: Any, stride: Any, padding
 # the groups, of the taps' stacked windows. IREE 3.13 ran grouped convolutions whole 2.7-8.3x
 # slower than the faster of the two at RegNet-Y's and ResNeXt's shapes; the multiplies won up
 # to 16 channels a group, the matmul from 32 (Zen 4, benchmarks/results/grouped-zen4.json).
+# On a Zen 3 (AVX2) per tap won at every shape too, 2.2-7.6x, and the multiplies up to 32
+# (grouped-zen3.json): at 32 the faster form is per CPU, so the threshold stays where neither
+# host loses to IREE.
 MAX_GROUP_WIDTH_BY_MULTIPLIES = 16
 
 
