@@ -2059,6 +2059,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/depthwise.py"
          " --json benchmarks/results/depthwise.json",),
         render_depthwise, torch_threads=2),
+    "depthwise-zen3": Block(
+        ("depthwise-zen3.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/depthwise.py --rounds 9"
+         " --json benchmarks/results/depthwise-zen3.json",),
+        render_depthwise, torch_threads=2),
     "grouped-zen4": Block(
         ("grouped-zen4.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/grouped.py"
@@ -2079,6 +2084,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv3d_forms.py"
          " --json benchmarks/results/conv3d-forms-zen3.json",),
         render_conv3d_forms, torch_threads=2),
+    "dilated-zen3": Block(
+        ("dilated-zen3.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/dilated.py --rounds 7"
+         " --json benchmarks/results/dilated-zen3.json",),
+        render_dilated, torch_threads=2),
     "conv-phases": Block(
         ("conv-phases.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv_phases.py"
