@@ -52,16 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
 
     import torch
-    from rich.console import Console
-    from rich.table import Table
 
-    from lowerkit.tools.bench import run_metadata, write_results
-    from lowerkit.tools.tune import compare_cases
+    from lowerkit.tools.tune import form_benchmark
     from lowerkit.zoo import real_models
 
-    torch.set_num_threads(2)
-    meta = run_metadata()
-    forms = {f: (lambda f=f: _form(f)) for f in FORMS}
     cases = []
     for c_in, c_out, size, rate, pad in SHAPES:
         h, w = size if isinstance(size, tuple) else (size, size)
@@ -75,18 +69,11 @@ def main(argv: list[str] | None = None) -> int:
         cases.append((label, make, "shape"))
     for name in filter(None, opts.models.split(",")):
         cases.append((name, lambda name=name: getattr(real_models, name)()[:2], "model"))
-    console = Console(width=170)
-    rows = compare_cases(cases, forms, opts.rounds, console)
-    table = Table(title="ms a call (median)")
-    for col in ("", "eager", "torch.compile", *FORMS, "matches eager"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["name"], *(f"{r['ms'][k]:.3f}" for k in ("eager", "torch.compile", *FORMS)),
-                      str(r["matches_eager"]))
-    console.print(table)
-    if opts.json:
-        write_results(opts.json, {"meta": meta, "rounds": opts.rounds, "rows": rows})
-        print(f"wrote {opts.json}")
+    columns = [("", None), *((k, lambda r, k=k: f"{r['ms'][k]:.3f}")
+                             for k in ("eager", "torch.compile", *FORMS)),
+               ("matches eager", lambda r: str(r["matches_eager"]))]
+    form_benchmark(cases, {f: (lambda f=f: _form(f)) for f in FORMS}, opts.rounds, opts.json,
+                   columns)
     return 0
 
 

@@ -71,15 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
 
     import torch
-    from rich.console import Console
-    from rich.table import Table
 
-    from lowerkit.tools.bench import run_metadata, write_results
-    from lowerkit.tools.tune import compare_cases
+    from lowerkit.tools.tune import form_benchmark
 
-    torch.set_num_threads(2)
-    meta = run_metadata()
-    forms = {f: (lambda f=f: _form(f)) for f in ("whole", "multiplies", "matmul")}
     cases = []
     if opts.shapes:
         for c, groups, size, stride in SHAPES:
@@ -92,22 +86,14 @@ def main(argv: list[str] | None = None) -> int:
                           (conv, (torch.randn(1, c, size, size),)), "shape"))
     for name in filter(None, opts.models.split(",")):
         cases.append((name, lambda name=name: _model(name), "model"))
-    console = Console(width=170)
-    rows = compare_cases(cases, forms, opts.rounds, console)
-    table = Table(title="ms a call (median)")
-    for col in ("", "eager", "torch.compile", "whole", "multiplies", "matmul",
-                "whole / best per tap", "matches eager"):
-        table.add_column(col)
-    for r in rows:
-        ms = r["ms"]
-        table.add_row(r["name"], *(f"{ms[k]:.3f}" for k in ("eager", "torch.compile", "whole",
-                                                            "multiplies", "matmul")),
-                      f"{ms['whole'] / min(ms['multiplies'], ms['matmul']):.2f}",
-                      str(r["matches_eager"]))
-    console.print(table)
-    if opts.json:
-        write_results(opts.json, {"meta": meta, "rounds": opts.rounds, "rows": rows})
-        print(f"wrote {opts.json}")
+    forms = ("whole", "multiplies", "matmul")
+    columns = [("", None), *((k, lambda r, k=k: f"{r['ms'][k]:.3f}")
+                             for k in ("eager", "torch.compile", *forms)),
+               ("whole / best per tap", lambda r: "{:.2f}".format(
+                   r["ms"]["whole"] / min(r["ms"]["multiplies"], r["ms"]["matmul"]))),
+               ("matches eager", lambda r: str(r["matches_eager"]))]
+    form_benchmark(cases, {f: (lambda f=f: _form(f)) for f in forms}, opts.rounds, opts.json,
+                   columns)
     return 0
 
 

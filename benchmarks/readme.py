@@ -746,19 +746,27 @@ def render_grouped(data: dict, path: str) -> str:
 # -- dilated.py --json -----------------------------------------------------------------------------
 def render_dilated(data: dict, path: str) -> str:
     """Each dilated shape and the model: eager, torch.compile and the three forms."""
-    forms = ("regions, per tap", "per tap", "whole")
+    return _render_forms(data, path, ("regions, per tap", "per tap", "whole"),
+                         ("by regions, per tap (now)", "per tap", "whole"))
+
+
+def _render_forms(data: dict, path: str, forms: tuple, headers: tuple) -> str:
+    """A form benchmark's rows: eager, torch.compile and each of ``forms`` (the first is
+    lowerkit's now), each other form's time and eager's over now's, and the error."""
+    now_form, others = forms[0], forms[1:]
     lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | eager | torch.compile "
-             "| by regions, per tap (now) | per tap | whole | per tap / now | whole / now "
-             "| eager / now | error / scale |", "| --- |" + " ---: |" * 9]
+             f"| {' | '.join(headers)} | "
+             + "".join(f"{h.split(' (')[0]} / now | " for h in headers[1:])
+             + "eager / now | error / scale |", "| --- |" + " ---: |" * (5 + 2 * len(others))]
     for r in data["rows"]:
         if not r["matches_eager"]:
             raise ResultError(f"{path}: {r['name']} did not match eager")
-        ms, now = r["ms"], r["ms"]["regions, per tap"]
+        ms, now = r["ms"], r["ms"][now_form]
         name = r["name"] if r["kind"] == "shape" else f"**{r['name']}**"
         lines.append(f"| {name} | " + " | ".join(_num(ms[k]) for k in (
             "eager", "torch.compile", *forms))
-            + f" | {_ratio(ms['per tap'] / now)} | {_ratio(ms['whole'] / now)}"
-            f" | {_ratio(ms['eager'] / now)} | {_num(max(r['error_over_scale'].values()), 2)} |")
+            + "".join(f" | {_ratio(ms[f] / now)}" for f in others)
+            + f" | {_ratio(ms['eager'] / now)} | {_num(max(r['error_over_scale'].values()), 2)} |")
     return (("\n".join(lines)) + f"\n\nLoad average {_num(data['load_after'], 2)} at the end of "
             f"the run.\n\n{provenance(path, data['meta'])}")
 
@@ -766,20 +774,8 @@ def render_dilated(data: dict, path: str) -> str:
 # -- conv3d_forms.py --json ------------------------------------------------------------------------
 def render_conv3d_forms(data: dict, path: str) -> str:
     """Each 3-D shape and the model: eager, torch.compile, per tap and by depth."""
-    lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | eager | torch.compile "
-             "| per tap (now) | by depth (before) | by depth / per tap | eager / per tap "
-             "| error / scale |", "| --- |" + " ---: |" * 7]
-    for r in data["rows"]:
-        if not r["matches_eager"]:
-            raise ResultError(f"{path}: {r['name']} did not match eager")
-        ms, now = r["ms"], r["ms"]["per tap"]
-        name = r["name"] if r["kind"] == "shape" else f"**{r['name']}**"
-        lines.append(f"| {name} | " + " | ".join(_num(ms[k]) for k in (
-            "eager", "torch.compile", "per tap", "by depth"))
-            + f" | {_ratio(ms['by depth'] / now)} | {_ratio(ms['eager'] / now)}"
-            f" | {_num(max(r['error_over_scale'].values()), 2)} |")
-    return (("\n".join(lines)) + f"\n\nLoad average {_num(data['load_after'], 2)} at the end of "
-            f"the run.\n\n{provenance(path, data['meta'])}")
+    return _render_forms(data, path, ("per tap", "by depth"),
+                         ("per tap (now)", "by depth (before)"))
 
 
 # -- conv_phases.py --json -------------------------------------------------------------------------

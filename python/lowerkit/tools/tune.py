@@ -228,6 +228,32 @@ def compare_cases(cases: list, forms: dict[str, Callable[[], Any]], rounds: int,
     return rows
 
 
+def form_benchmark(cases: list, forms: dict[str, Callable[[], Any]], rounds: int,
+                   json_path: str | None, columns: list) -> list[dict]:
+    """A form benchmark's run (grouped.py, dilated.py, conv3d_forms.py): `compare_cases` on
+    2 torch threads, a table of ``columns`` (each a header and the cell it makes of a row), and
+    the rows stored with the run's metadata at ``json_path`` (if given)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from .bench import run_metadata, write_results
+
+    torch.set_num_threads(2)
+    meta = run_metadata()
+    console = Console(width=170)
+    rows = compare_cases(cases, forms, rounds, console)
+    table = Table(title="ms a call (median)")
+    for header, _ in columns:
+        table.add_column(header)
+    for r in rows:
+        table.add_row(r["name"], *(cell(r) for _, cell in columns[1:]))
+    console.print(table)
+    if json_path:
+        write_results(json_path, {"meta": meta, "rounds": rounds, "rows": rows})
+        print(f"wrote {json_path}")
+    return rows
+
+
 def measure(shape: ConvShape, target: Any = "cpu", rounds: int = ROUNDS,
             margin: float = MARGIN) -> Measurement:
     """Compile ``shape`` both ways for ``target``, check both against eager, and time them."""
