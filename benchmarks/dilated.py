@@ -69,11 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         cases.append((label, make, "shape"))
     for name in filter(None, opts.models.split(",")):
         cases.append((name, lambda name=name: getattr(real_models, name)()[:2], "model"))
-    columns = [("", None), *((k, lambda r, k=k: f"{r['ms'][k]:.3f}")
-                             for k in ("eager", "torch.compile", *FORMS)),
-               ("matches eager", lambda r: str(r["matches_eager"]))]
-    form_benchmark(cases, {f: (lambda f=f: _form(f)) for f in FORMS}, opts.rounds, opts.json,
-                   columns)
+    form_benchmark(cases, {f: (lambda f=f: _form(f)) for f in FORMS}, opts.rounds, opts.json)
     return 0
 
 

@@ -229,10 +229,11 @@ def compare_cases(cases: list, forms: dict[str, Callable[[], Any]], rounds: int,
 
 
 def form_benchmark(cases: list, forms: dict[str, Callable[[], Any]], rounds: int,
-                   json_path: str | None, columns: list) -> list[dict]:
+                   json_path: str | None, ratios: tuple = ()) -> list[dict]:
     """A form benchmark's run (grouped.py, dilated.py, conv3d_forms.py): `compare_cases` on
-    2 torch threads, a table of ``columns`` (each a header and the cell it makes of a row), and
-    the rows stored with the run's metadata at ``json_path`` (if given)."""
+    2 torch threads, a table of each contender's median and of ``ratios`` (each a header and
+    the cell it makes of a row), and the rows stored with the run's metadata at ``json_path``
+    (if given)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -242,11 +243,13 @@ def form_benchmark(cases: list, forms: dict[str, Callable[[], Any]], rounds: int
     meta = run_metadata()
     console = Console(width=170)
     rows = compare_cases(cases, forms, rounds, console)
+    timed = ("eager", "torch.compile", *forms)
     table = Table(title="ms a call (median)")
-    for header, _ in columns:
+    for header in ("", *timed, *(h for h, _ in ratios), "matches eager"):
         table.add_column(header)
     for r in rows:
-        table.add_row(r["name"], *(cell(r) for _, cell in columns[1:]))
+        table.add_row(r["name"], *(f"{r['ms'][k]:.3f}" for k in timed),
+                      *(cell(r) for _, cell in ratios), str(r["matches_eager"]))
     console.print(table)
     if json_path:
         write_results(json_path, {"meta": meta, "rounds": rounds, "rows": rows})
