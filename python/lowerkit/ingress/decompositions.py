@@ -54,7 +54,8 @@ Along a short dimension these ops have data-parallel forms that IREE vectorises 
   the output depths folded into the batch, summed. IREE 3.13 has no im2col
   for ``linalg.conv_3d_ncdhw_fcdhw`` and runs it as a loop nest (a 64->64 3x3x3 conv over
   8x28x28, BatchNorm and ReLU: 4.2x eager's time); its 2-D convolutions take the data-tiled
-  matmul path (or the per-tap form above).
+  matmul path (or the per-tap form above). On a CPU without AVX-512 a dense one of one clip
+  goes per tap instead, a plain matmul per tap over the whole clip (`_taps_3d`).
 
 * Ops torch-mlir does not lower, or lowers wrongly, most of them over dynamic sizes (each found
   by torch-mlir's e2e suite through ``lowerkit.compile``, named in its docstring): adaptive and
