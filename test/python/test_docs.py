@@ -138,10 +138,13 @@ def test_the_readme_is_a_page_that_starts_with_the_two_commands():
               if not line.lstrip().startswith("#")]
     full = [line for line in script if " -m pytest " in line and "LOWERKIT_SLOW=1 " in line]
     assert 'tier=full' in script and full, "scripts/test runs no slow tier by default"
-    # every test in one of them: the Ray tests in a pytest of their own, the rest in another
-    marks = sorted(" ".join(m.strip('"') for m in re.findall(r' -m ("[^"]+"|\w+)', line)
+    # every test in one of them: the Ray tests in a pytest of their own, the rest in another,
+    # each narrowed only by a marker expression the caller passed ($also is empty without one)
+    marks = sorted(" ".join(m.strip('"').replace("$also", "")
+                            for m in re.findall(r' -m ("[^"]+"|\w+)', line)
                             if m != "pytest") for line in full)
     assert marks in ([""], ["not ray", "ray"]), marks
+    assert all("$also" in line for line in full) <= ('also="${marks:+ and ($marks)}"' in script)
     other = "`scripts/test` without `--quick`" if command.endswith("--quick") else "`scripts/test --quick`"
     assert other in "\n".join(lines[4:20]), f"the README does not name {other}"
 
