@@ -680,7 +680,9 @@ def test_data_tiled_code_that_keeps_more_stack_than_irees_defaults_compiles_and_
     done = subprocess.run([sys.executable, "-c", _DEEP_STACK], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-2000:])
-    assert "convolutions: data-tiled rung: fast" in done.stdout, done.stdout
+    # on a CPU without AVX-512 the stage also says IREE compiles them as direct convolutions
+    assert done.stdout.startswith("convolutions: data-tiled"), done.stdout
+    assert "rung: fast" in done.stdout, done.stdout
     assert "calls ok" in done.stdout
 
 
