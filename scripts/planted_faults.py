@@ -2190,6 +2190,16 @@ FAULTS = [
           "python/lowerkit/ingress/decompositions.py",
           "        starts = [index[i] * dilation[i] for i in range(spatial)]",
           "        starts = [(index[i] + (spatial == 3 and i == 0 and index[i] < kernel[i] - 1)) * dilation[i] for i in range(spatial)]"),
+    Fault("tap-rows-weights-unstacked", "three taps' weights stacked channel-major where their windows are stacked tap-major (a wrong answer, right shapes)",
+          ["test/python/test_decompositions.py::test_dense_taps_go_three_a_matmul_without_512_bit_vectors"],
+          "python/lowerkit/ingress/decompositions.py",
+          "            y = torch.addmm(y, per_tap[first:last].transpose(0, 1).reshape(o_ch, -1), columns)",
+          "            y = torch.addmm(y, per_tap[first:last].permute(1, 2, 0).reshape(o_ch, -1), columns)"),
+    Fault("tap-rows-one-a-matmul", "a dense convolution per tap on a CPU without AVX-512 takes one tap a matmul again",
+          ["test/python/test_decompositions.py::test_dense_taps_go_three_a_matmul_without_512_bit_vectors"],
+          "python/lowerkit/ingress/decompositions.py",
+          "TAPS_PER_MATMUL = 3\n",
+          "TAPS_PER_MATMUL = 1\n"),
 ]
 
 

@@ -293,10 +293,47 @@ def test_3d_convolutions_go_per_tap_without_512_bit_vectors():
                                ("cpu:x86-64-v3", clips, False)):
         with tuning.applied(target):
             hist = lowered_histogram(conv3d, (x,))
-        assert (hist.get("linalg.matmul", 0) == 27) == per_tap, (target, x.shape, hist)
+        # three taps a matmul on a CPU without AVX-512 (`TAPS_PER_MATMUL`)
+        assert (hist.get("linalg.matmul", 0) == 9) == per_tap, (target, x.shape, hist)
     art = lowerkit.compile(conv3d, (clip,), target="cpu:x86-64-v3", cache=False)
     with torch.no_grad():
         assert_matches(art(clip), conv3d(clip))
+
+
+def _matmul_depths(fn, args) -> list[int]:
+    """The contraction size (K) of each `linalg.matmul` of ``fn`` lowered, in program order."""
+    import re
+
+    imported = lowerkit.import_program(fn, args)
+    text = str(lowerkit.resolve_pipeline(None).run(imported.module).module)
+    return [int(k) for k in re.findall(r"linalg\.matmul ins\([^:]*: tensor<\d+x(\d+)xf32>", text)]
+
+
+@pytest.mark.parametrize("conv, shape", [
+    (torch.nn.Conv2d(16, 8, 3, 1, 1), (1, 16, 9, 9)),                     # 9 taps: 3 x 3
+    (torch.nn.Conv2d(16, 8, (1, 7), 1, (0, 3), bias=False), (1, 16, 8, 8)),  # 7 taps: 3, 3, 1
+    (torch.nn.Conv2d(16, 8, 3, 2, 1, dilation=2), (1, 16, 11, 11)),
+    (torch.nn.Conv1d(16, 8, 5, 1, 2), (1, 16, 20)),                        # 5 taps: 3, 2
+])
+def test_dense_taps_go_three_a_matmul_without_512_bit_vectors(conv, shape):
+    """On a CPU without AVX-512 a dense convolution per tap stacks three taps' windows as
+    one matmul's operand, K = 3 x C_in (the last takes what is left); elsewhere (a GPU) each
+    tap is its own matmul over K = C_in. Either way it matches eager."""
+    from lowerkit import tuning
+
+    torch.manual_seed(0)
+    conv = conv.eval()
+    x = torch.randn(*shape)
+    taps = conv.weight[0, 0].numel()
+    c = shape[1]
+    with tuning.applied("cpu:x86-64-v3"):
+        grouped = _matmul_depths(conv, (x,))
+    assert grouped == [3 * c] * (taps // 3) + ([taps % 3 * c] if taps % 3 else []), grouped
+    with tuning.applied("vulkan"):
+        assert _matmul_depths(conv, (x,)) == [c] * taps
+    art = lowerkit.compile(conv, (x,), target="cpu:x86-64-v3", cache=False)
+    with torch.no_grad():
+        assert_matches(art(x), conv(x))
 
 
 WHOLE_1D = [  # (convolution, input shape): dense 1-D convolutions the per-tap form leaves
