@@ -398,17 +398,28 @@ def _error_vs_eager(result: "BenchResult", name: str, out: Any, expected: Any,
         return
     exact = float64() if float64 is not None else None
     if exact is not None:
-        mine, eager = compare(out, exact), compare(expected, exact)
-        result.error_vs_float64[name] = mine.max_rel_error
-        result.error_vs_float64["eager"] = eager.max_rel_error
-        if mine.message.startswith("matches") or (
-                eager.max_rel_error > 0 and mine.max_rel_error <= 2 * eager.max_rel_error
-                and "differ" not in mine.message and "NaN" not in mine.message):
+        close, mine, eager = as_close_as_eager(out, expected, exact)
+        result.error_vs_float64[name] = mine
+        result.error_vs_float64["eager"] = eager
+        if close:
             return
     result.errors[name] = check.message[:300]
 
 
-def _float64_answer(model, args, kwargs) -> Callable[[], Any]:
+def as_close_as_eager(out: Any, expected: Any, exact: Any) -> tuple[bool, float, float]:
+    """Whether ``out`` is as close to ``exact`` (eager in float64) as eager's ``expected``
+    is, give or take 2x: an f32 answer over the tolerance from eager's that is no worse an
+    answer. With the two errors against ``exact``, as fractions of scale."""
+    from ..runtime.numerics import compare
+
+    mine, eager = compare(out, exact), compare(expected, exact)
+    close = mine.message.startswith("matches") or (
+        eager.max_rel_error > 0 and mine.max_rel_error <= 2 * eager.max_rel_error
+        and "differ" not in mine.message and "NaN" not in mine.message)
+    return close, mine.max_rel_error, eager.max_rel_error
+
+
+def float64_answer(model, args, kwargs) -> Callable[[], Any]:
     """Eager's answer in float64, cast back to each output's dtype, computed once when first
     asked; None for a model that cannot be run in float64 (not a module, or it fails)."""
     import copy
@@ -481,7 +492,7 @@ def prepare(model, args, kwargs, target: str, result: "BenchResult",
                 result.errors[name] = f"{type(e).__name__}: {first[0] if first else ''}"[:300]
     if "eager" in calls:
         expected = calls["eager"]()
-        float64 = _float64_answer(model, args, kwargs)
+        float64 = float64_answer(model, args, kwargs)
         for name, fn in calls.items():
             if name != "eager":
                 try:

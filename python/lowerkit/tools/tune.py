@@ -187,6 +187,7 @@ def compare_forms(model, args: tuple, forms: dict[str, Callable[[], Any]], round
     this."""
     from ..api import compile as compile_program
     from ..runtime.numerics import compare
+    from .bench import as_close_as_eager, float64_answer
 
     arts, compile_s = {}, {}
     for form, context in forms.items():
@@ -200,7 +201,14 @@ def compare_forms(model, args: tuple, forms: dict[str, Callable[[], Any]], round
     with torch.inference_mode():
         want = model(*args)
         inductor(*args)
-        checks = {f: compare(a(*args), want) for f, a in arts.items()}
+        outs = {f: a(*args) for f, a in arts.items()}
+        checks = {f: compare(out, want) for f, out in outs.items()}
+        # a deep net's f32 answer may be over the tolerance from eager's and as close to the
+        # exact one (`bench.as_close_as_eager`)
+        exact = float64_answer(model, args, {}) if not all(
+            c.ok for c in checks.values()) else (lambda: None)
+        near = {f: exact() is not None and as_close_as_eager(outs[f], want, exact())[0]
+                for f, c in checks.items() if not c.ok}
         samples = time_interleaved({"eager": lambda: model(*args),
                                     "torch.compile": lambda: inductor(*args),
                                     **{f: (lambda a=a: a(*args)) for f, a in arts.items()}},
@@ -210,7 +218,8 @@ def compare_forms(model, args: tuple, forms: dict[str, Callable[[], Any]], round
             "compile_s": compile_s,
             "iree_compile_s": {f: iree_compile_seconds(a) for f, a in arts.items()},
             "error_over_scale": {f: c.max_rel_error for f, c in checks.items()},
-            "matches_eager": all(c.ok for c in checks.values()),
+            "matches_eager": all(c.ok or near[f] for f, c in checks.items()),
+            "as_close_as_eager_in_float64": sorted(f for f, ok in near.items() if ok),
             "convolutions": {f: st.get("convolutions") for f, st in stats.items()},
             "dispatches": {f: st.get("dispatches") for f, st in stats.items()}}
 
