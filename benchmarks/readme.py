@@ -767,8 +767,19 @@ def _render_forms(data: dict, path: str, forms: tuple, headers: tuple) -> str:
             "eager", "torch.compile", *forms))
             + "".join(f" | {_ratio(ms[f] / now)}" for f in others)
             + f" | {_ratio(ms['eager'] / now)} | {_num(max(r['error_over_scale'].values()), 2)} |")
-    return (("\n".join(lines)) + f"\n\nLoad average {_num(data['load_after'], 2)} at the end of "
-            f"the run.\n\n{provenance(path, data['meta'])}")
+    deep = [r["name"] for r in data["rows"] if r.get("as_close_as_eager_in_float64")]
+    note = (f"\n\nOver the f32 tolerance from eager's answer and no further than eager's own "
+            f"from eager in float64 (`bench.as_close_as_eager`): {', '.join(deep)}."
+            if deep else "")
+    return (("\n".join(lines)) + note + f"\n\nLoad average {_num(data['load_after'], 2)} at "
+            f"the end of the run.\n\n{provenance(path, data['meta'])}")
+
+
+# -- tap_rows.py --json ----------------------------------------------------------------------------
+def render_tap_rows(data: dict, path: str) -> str:
+    """Each per-tap shape and model: eager, torch.compile, three taps and one tap a matmul."""
+    return _render_forms(data, path, ("three a matmul", "one a matmul"),
+                         ("three taps a matmul (now)", "one tap a matmul (before)"))
 
 
 # -- conv3d_forms.py --json ------------------------------------------------------------------------
@@ -2080,6 +2091,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv3d_forms.py"
          " --json benchmarks/results/conv3d-forms-zen3.json",),
         render_conv3d_forms, torch_threads=2),
+    "tap-rows-zen3": Block(
+        ("tap-rows-zen3.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/tap_rows.py"
+         " --json benchmarks/results/tap-rows-zen3.json",),
+        render_tap_rows, torch_threads=2),
     "dilated-zen3": Block(
         ("dilated-zen3.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/dilated.py --rounds 7"
