@@ -104,10 +104,14 @@ def provenance(path: str, meta: dict) -> str:
     else:
         tuned = ""
     env = " ".join(f"{k}={v}" for k, v in sorted((meta.get("env") or {}).items()))
+    steal = meta.get("steal_share")  # recorded since 2026-12-07
+    steal = "" if steal is None else (
+        f", {_num(100 * steal, 2)} % of the machine's CPU time stolen by the hypervisor "
+        "during the run")
     return (f"<sub>`{path}`: commit `{commit}`, {meta.get('date', '?')}, "
             f"{cpu.get('model', '?')} ({flags}), {cpu.get('cores_usable') or cpu.get('cores')} "
             f"cores, {threads.get('torch', '?')} torch threads, load average "
-            f"{_num(load[0], 2)} at the start{tuned}; "
+            f"{_num(load[0], 2)} at the start{steal}{tuned}; "
             f"`{env + ' ' if env else ''}{meta.get('command', '?')}`</sub>")
 
 
@@ -1538,6 +1542,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real-models --peers --rounds 7"
          " --torch-threads 2 --json benchmarks/results/real-models-zen3.json",),
         render_real_models, torch_threads=2),
+    "real-models-zen3-513ddae": Block(
+        ("real-models-zen3-513ddae.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real-models --peers --rounds 7"
+         " --torch-threads 2 --json benchmarks/results/real-models-zen3-513ddae.json",),
+        render_real_models, torch_threads=2),
     "real-models-tuned-zen4": Block(
         ("real-models-tuned-zen4.json",),
         ("for m in regnet_y_400mf mobilenet_v3_small convnext_tiny resnet50; do "
@@ -2095,6 +2104,12 @@ BLOCKS: dict[str, Block] = {
         ("tap-rows-zen3.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/tap_rows.py"
          " --json benchmarks/results/tap-rows-zen3.json",),
+        render_tap_rows, torch_threads=2),
+    "tap-rows-zen3-resnet50": Block(
+        ("tap-rows-zen3-resnet50.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/tap_rows.py --shapes none"
+         " --models resnet50,resnet50 --rounds 9"
+         " --json benchmarks/results/tap-rows-zen3-resnet50.json",),
         render_tap_rows, torch_threads=2),
     "dilated-zen3": Block(
         ("dilated-zen3.json",),

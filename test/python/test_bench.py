@@ -211,3 +211,26 @@ def test_the_tuned_contender_reads_its_database_and_iree_defaults_reads_none(tmp
 
     assert os.environ[tuning.ENV] == "off"  # put back after its compile
     assert cli_main(["bench", "mlp", "--tuned", str(tmp_path / "none.json")]) == 2
+
+
+def test_a_stored_run_says_what_share_of_its_cpu_time_the_hypervisor_stole(tmp_path,
+                                                                           monkeypatch):
+    """A shared host's noise is in a run's provenance: the share of the machine's CPU time
+    (/proc/stat) stolen between `run_metadata` and `write_results`, shown by the docs."""
+    real = bench.cpu_ticks()
+    assert real is None or {"user", "idle", "steal"} <= set(real)
+    ticks = iter([dict(user=100, nice=0, system=0, idle=0, iowait=0, irq=0, softirq=0, steal=0),
+                  dict(user=400, nice=0, system=20, idle=40, iowait=0, irq=0, softirq=0,
+                       steal=140)])
+    monkeypatch.setattr(bench, "cpu_ticks", lambda: next(ticks))
+    bench.write_results(str(tmp_path / "run.json"),
+                        {"meta": bench.run_metadata("a command"), "rows": []})
+    stored = json.loads((tmp_path / "run.json").read_text())
+    assert stored["meta"]["steal_share"] == 140 / 500
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks_readme", Path(__file__).resolve().parents[2] / "benchmarks" / "readme.py")
+    readme = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = readme
+    spec.loader.exec_module(readme)
+    assert "28 % of the machine's CPU time stolen" in readme.provenance("run.json",
+                                                                        stored["meta"])

@@ -120,6 +120,7 @@ def run_metadata(command: str | None = None) -> dict:
         "threads": {"torch": torch.get_num_threads(),
                     "torch_interop": torch.get_num_interop_threads()},
         "load_average": list(os.getloadavg()),
+        "cpu_ticks": cpu_ticks(),
         "versions": {d: version(d) for d in ("torch", "torch-mlir", "iree-base-compiler",
                                              "iree-base-runtime", "lowerkit")},
         "iree_cpu_flags": list(CPU_SPEED_FLAGS),
@@ -149,9 +150,31 @@ def write_results(path: str, payload: dict) -> None:
     start's in ``meta`` does not tell."""
     import json
 
+    payload = {**payload, "load_after": os.getloadavg()[0]}
+    meta = payload.get("meta")
+    start, now = (meta or {}).get("cpu_ticks"), cpu_ticks()
+    if start and now:
+        spent = {k: now[k] - start[k] for k in now}
+        if sum(spent.values()) > 0:
+            payload["meta"] = {**meta, "steal_share": spent["steal"] / sum(spent.values())}
     with open(path, "w") as f:
-        json.dump({**payload, "load_after": os.getloadavg()[0]}, f, indent=1)
+        json.dump(payload, f, indent=1)
         f.write("\n")
+
+
+def cpu_ticks() -> dict[str, int] | None:
+    """This machine's CPU time so far, by kind (/proc/stat): a run's share of ``steal`` (time
+    the hypervisor gave the vCPUs to another guest) says how far a shared host's noise reached
+    its numbers. None where /proc/stat is not there."""
+    names = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu" or len(fields) < 1 + len(names):
+        return None
+    return dict(zip(names, map(int, fields[1:1 + len(names)])))
 
 
 def _tuning_in_use() -> dict | None:
