@@ -110,9 +110,13 @@ def test_per_tap_convolutions_go_whole_before_data_tiling_is_dropped(tmp_path, m
     """The fast rung rejected the per-tap form: the program is imported again with its
     convolutions whole, which the fast rung takes, rather than losing data tiling for every
     matmul ('no data tiling': Whisper's encoder at 783 ms a call, against 383 whole). A
-    stored choice of per tap (`lowerkit tune`) is then not what the code does."""
+    stored choice of per tap (`lowerkit tune`) is then not what the code does. One tap a
+    matmul: three (`TAPS_PER_MATMUL`, CPUs without AVX-512) take this program on the fast
+    rung, which the test needs to reject it."""
     from lowerkit import tuning
+    from lowerkit.ingress import decompositions
 
+    monkeypatch.setattr(decompositions, "TAPS_PER_MATMUL", 1)
     db = tuning.TuningDatabase(tmp_path / "tuning.json")
     db.record(tuning.cpu_key("cpu"), "conv1d in1x16x200 w384x16x3 s1 p1 d1 bias", tuning.TAPS,
               {"why": "written by the test"})
@@ -147,6 +151,10 @@ def test_per_tap_convolutions_take_a_safer_rung_when_whole_ones_need_one_too(tmp
     from lowerkit import tuning
     from lowerkit.errors import StageError
 
+    from lowerkit.ingress import decompositions
+
+    # one tap a matmul: data tiling fails on it (three a matmul, on CPUs without AVX-512, not)
+    monkeypatch.setattr(decompositions, "TAPS_PER_MATMUL", 1)
     db = tuning.TuningDatabase(tmp_path / "tuning.json")
     stored = "conv1d in1x16x200 w384x16x3 s1 p1 d1 bias"
     db.record(tuning.cpu_key("cpu"), stored, tuning.TAPS, {"why": "written by the test"})
