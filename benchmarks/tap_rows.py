@@ -39,7 +39,8 @@ def _form(name: str):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help="names in lowerkit.zoo.real_models or lowerkit.zoo.real_shapes")
     parser.add_argument("--shapes", default="all", help="'all' or 'none'")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", metavar="FILE")
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from lowerkit.tools.tune import form_benchmark
-    from lowerkit.zoo import real_models
+    from lowerkit.zoo import real_models, real_shapes
 
     cases = []
     for c_in, c_out, frames, size, stride in SHAPES if opts.shapes == "all" else []:
@@ -66,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
             return block, (torch.randn(1, c_in, *([frames] if frames else []), size, size),)
         cases.append((label, make, "shape"))
     for name in filter(None, opts.models.split(",")):
-        cases.append((name, lambda name=name: getattr(real_models, name)()[:2], "model"))
+        # a real model (`zoo.real_models`) or a real-shape program (`zoo.real_shapes`)
+        where = real_models if hasattr(real_models, name) else real_shapes
+        cases.append((name, lambda name=name, where=where: getattr(where, name)()[:2], "model"))
     form_benchmark(cases, {f: (lambda f=f: _form(f)) for f in FORMS}, opts.rounds, opts.json,
                    [("one / three", lambda r: f"{r['ms']['one a matmul'] / r['ms']['three a matmul']:.2f}"),
                     ("three x eager", lambda r: f"{r['ms']['eager'] / r['ms']['three a matmul']:.2f}")])

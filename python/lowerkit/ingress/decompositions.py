@@ -239,8 +239,10 @@ def taps_pay(x: torch.Tensor, w: torch.Tensor, stride: list[int], groups: int = 
 # A dense convolution of one image or clip that goes per tap on a CPU without 512-bit vectors
 # takes its taps three at a time: each matmul reads three taps' windows stacked over
 # K = 3 x C_in, so the running sum is read and written a third as often and each matmul is
-# deeper. On a Zen 3, R3D-18 ran 1.13x faster, EfficientNet-V2-S 1.25x, Inception-v3 1.15x
-# and ResNet-50 1.03x than with one tap a matmul (benchmarks/tap_rows.py, tap-rows-zen3.json).
+# deeper. On a Zen 3 (benchmarks/tap_rows.py, tap-rows-zen3.json) R3D-18 ran 1.15x faster
+# than with one tap a matmul, its 3-D shapes 1.37x and 1.78x, EfficientNet-V2-S 1.09x,
+# Inception-v3 1.06x, ResNet's 56x56 and 28x28 shapes 1.15x and 1.10x; ResNet-50 as a whole
+# 0.90x in that run and 0.98x and 0.99x in two more (tap-rows-zen3-resnet50.json): level.
 # Not measured where convolutions are data-tiled whole (AVX-512) or on GPUs: one tap a matmul.
 TAPS_PER_MATMUL = 3
 
