@@ -16,7 +16,6 @@ rounds, and checked against eager.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import warnings
 
@@ -41,19 +40,13 @@ def _form(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--shapes", default="all", help="'all' or 'none'")
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--json", metavar="FILE")
-    opts = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
 
     import torch
 
-    from lowerkit.tools.tune import form_benchmark
-    from lowerkit.zoo import real_models
+    from lowerkit.tools.tune import form_benchmark, form_benchmark_options, model_cases
 
+    opts = form_benchmark_options(__doc__, MODELS, 7, argv)
     cases = []
     for c_in, c_out, frames, size, stride in SHAPES if opts.shapes == "all" else []:
         label = f"{c_in}->{c_out} 3x3x3 @{frames}x{size}x{size}" + (
@@ -66,8 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                 torch.nn.BatchNorm3d(c_out), torch.nn.ReLU()).eval()
             return block, (torch.randn(1, c_in, frames, size, size),)
         cases.append((label, make, "shape"))
-    for name in filter(None, opts.models.split(",")):
-        cases.append((name, lambda name=name: getattr(real_models, name)()[:2], "model"))
+    cases += model_cases(opts.models)
     form_benchmark(cases, {f: (lambda f=f: _form(f)) for f in FORMS}, opts.rounds, opts.json,
                    [("per tap x eager",
                      lambda r: f"{r['ms']['eager'] / r['ms']['per tap']:.2f}")])

@@ -14,7 +14,6 @@ medians of rounds, and checked against eager.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import warnings
 
@@ -38,20 +37,13 @@ def _form(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(MODELS),
-                        help="names in lowerkit.zoo.real_models or lowerkit.zoo.real_shapes")
-    parser.add_argument("--shapes", default="all", help="'all' or 'none'")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--json", metavar="FILE")
-    opts = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
 
     import torch
 
-    from lowerkit.tools.tune import form_benchmark
-    from lowerkit.zoo import real_models, real_shapes
+    from lowerkit.tools.tune import form_benchmark, form_benchmark_options, model_cases
 
+    opts = form_benchmark_options(__doc__, MODELS, 5, argv)
     cases = []
     for c_in, c_out, frames, size, stride in SHAPES if opts.shapes == "all" else []:
         where = f"{frames}x{size}x{size}" if frames else f"{size}x{size}"
@@ -66,10 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                                   nn.ReLU()).eval()
             return block, (torch.randn(1, c_in, *([frames] if frames else []), size, size),)
         cases.append((label, make, "shape"))
-    for name in filter(None, opts.models.split(",")):
-        # a real model (`zoo.real_models`) or a real-shape program (`zoo.real_shapes`)
-        where = real_models if hasattr(real_models, name) else real_shapes
-        cases.append((name, lambda name=name, where=where: getattr(where, name)()[:2], "model"))
+    cases += model_cases(opts.models)
     form_benchmark(cases, {f: (lambda f=f: _form(f)) for f in FORMS}, opts.rounds, opts.json,
                    [("one / three", lambda r: f"{r['ms']['one a matmul'] / r['ms']['three a matmul']:.2f}"),
                     ("three x eager", lambda r: f"{r['ms']['eager'] / r['ms']['three a matmul']:.2f}")])

@@ -237,6 +237,33 @@ def compare_cases(cases: list, forms: dict[str, Callable[[], Any]], rounds: int,
     return rows
 
 
+def form_benchmark_options(doc: str, models: list[str], rounds: int,
+                           argv: list[str] | None = None) -> Any:
+    """A form benchmark's command line (conv3d_forms.py, tap_rows.py): the models, whether to
+    time the shapes too, the rounds, and the file the run is stored in."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--models", default=",".join(models),
+                        help="names in lowerkit.zoo.real_models or lowerkit.zoo.real_shapes")
+    parser.add_argument("--shapes", default="all", help="'all' or 'none'")
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--json", metavar="FILE")
+    return parser.parse_args(argv)
+
+
+def model_cases(names: str) -> list:
+    """`compare_cases`'s cases for comma-separated real models (`zoo.real_models`) or
+    real-shape programs (`zoo.real_shapes`)."""
+    from ..zoo import real_models, real_shapes
+
+    cases = []
+    for name in filter(None, names.split(",")):
+        where = real_models if hasattr(real_models, name) else real_shapes
+        cases.append((name, lambda name=name, where=where: getattr(where, name)()[:2], "model"))
+    return cases
+
+
 def form_benchmark(cases: list, forms: dict[str, Callable[[], Any]], rounds: int,
                    json_path: str | None, ratios: tuple = ()) -> list[dict]:
     """A form benchmark's run (grouped.py, dilated.py, conv3d_forms.py): `compare_cases` on
