@@ -2200,6 +2200,16 @@ FAULTS = [
           "python/lowerkit/ingress/decompositions.py",
           "TAPS_PER_MATMUL = 3\n",
           "TAPS_PER_MATMUL = 1\n"),
+    Fault("depthwise-share-ignored", "a net with any depthwise convolution keeps the rule again, however little its depthwise work",
+          ["test/python/test_tuning.py::test_a_net_with_a_little_depthwise_work_is_data_tiled_on_avx512"],
+          "python/lowerkit/tuning.py",
+          "or (work.grouped and work.per_tap_share > AUTO_MAX_PER_TAP_SHARE)):",
+          "or work.grouped):"),
+    Fault("dilated-not-per-tap", "a dilated dense convolution is not counted among those that stay per tap",
+          ["test/python/test_tuning.py::test_a_net_with_a_little_depthwise_work_is_data_tiled_on_avx512"],
+          "python/lowerkit/ingress/decompositions.py",
+          "            per_tap_flops += flops  # dense and dilated",
+          "            per_tap_flops += 0  # dense and dilated"),
 ]
 
 

@@ -96,6 +96,15 @@ AUTO_MIN_FLOPS = 10e6
 # ResNet-50 ran 6.5x slower data-tiled than by the rule (conv-strategy-zen3.json). So lowerkit
 # chooses data tiling by itself only for a CPU with 512-bit vectors (`data_tiling_pays`); a
 # caller's ``convolutions="data-tiled"`` and a measured `lowerkit tune` entry still apply.
+# A net with depthwise convolutions keeps the rule unless they, with any dilated ones (both
+# stay per tap, channels-first, beside data-tiled channels-last ones), are at most this share
+# of its convolution work. On a Zen 4 (benchmarks/conv_strategy.py, conv-strategy-grouped-zen4)
+# EfficientNet-V2-S at 384 px (1.0 % of its work depthwise: its first stages are dense
+# Fused-MBConv blocks) ran 1.4x faster data-tiled, where every net with a larger share lost or
+# stayed level: DeepLabV3-MobileNetV3 (71 %, mostly dilated), RegNet-Y, MobileNetV3 and
+# EfficientNet-B0 (9-14 %), ConvNeXt (5-36 %). The Xeon's stored runs of the same choice on
+# dense and depthwise nets (conv-strategy-xeon) track the Zen 4's within 0.1x.
+AUTO_MAX_PER_TAP_SHARE = 0.03
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,14 @@ class ConvWork:
     shapes: tuple = ()   # every 2-D one's (input, weight, stride, padding, dilation, groups)
     not_f32: bool = False  # any not in float32 (every measurement behind the choice was)
     asymmetric: bool = False  # any dense one whose kernel is not square (1x7, 7x1, 3x1)
+    per_tap_flops: float = 0.0  # in the grouped ones and the dilated dense ones
+    all_flops: float = 0.0  # in every one
+
+    @property
+    def per_tap_share(self) -> float:
+        """The share of the work in convolutions that stay per tap when dense ones are
+        data-tiled (`AUTO_MAX_PER_TAP_SHARE`)."""
+        return self.per_tap_flops / self.all_flops if self.all_flops else 0.0
 
     @property
     def key(self) -> str:
@@ -441,8 +458,8 @@ def choose_convolutions(work: ConvWork) -> None:
         return
     if any(key.startswith("conv2d ") for key in choices):
         return  # this CPU's 2-D convolutions were measured per shape: those choices hold
-    if (work.grouped or work.transposed or work.asymmetric
-            or work.dense_flops < AUTO_MIN_FLOPS):
+    if (work.transposed or work.asymmetric or work.dense_flops < AUTO_MIN_FLOPS
+            or (work.grouped and work.per_tap_share > AUTO_MAX_PER_TAP_SHARE)):
         return
     if work.not_f32 or not data_tiling_pays(_active.target):
         return

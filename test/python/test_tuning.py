@@ -564,6 +564,48 @@ def test_without_a_choice_lowerkit_data_tiles_a_dense_convolution_net_only(tmp_p
     assert convolutions_left(dense, big) == 0  # outside a compile: the rule, per tap
 
 
+class FusedThenDepthwise(torch.nn.Module):
+    """EfficientNet-V2's shape in small: two dense 3x3 convolutions (113 MFLOP), then a
+    depthwise one (2.4 MFLOP, 2 % of the work); ``dilated`` adds a dense 3x3 one of dilation 2
+    (75.5 MFLOP), which stays per tap too."""
+
+    def __init__(self, dilated: bool = False):
+        super().__init__()
+        self.dense = DenseNet()
+        self.depthwise = torch.nn.Conv2d(32, 32, 3, padding=1, groups=32)
+        self.dilated = torch.nn.Conv2d(32, 32, 3, padding=2, dilation=2) if dilated else None
+
+    def forward(self, x):
+        y = self.depthwise(torch.relu(self.dense(x)))
+        return self.dilated(y) if self.dilated is not None else y
+
+
+def test_a_net_with_a_little_depthwise_work_is_data_tiled_on_avx512(tmp_path):
+    """`AUTO_MAX_PER_TAP_SHARE`: a net whose depthwise convolutions are a small share of its
+    convolution work is data-tiled where a dense net would be (EfficientNet-V2-S ran 1.4x
+    faster so on a Zen 4); a larger depthwise share (`DenseNet(depthwise=True)`, 6 %) or a
+    dilated one beside it keeps the rule, and so does a CPU without AVX-512."""
+    from lowerkit.ingress.decompositions import conv_work
+
+    x = torch.randn(1, 16, 64, 64)
+
+    def work_of(model):
+        return conv_work(torch.export.export(model.eval(), (x,)).graph)
+
+    def chosen(work, target=ZEN4):
+        with tuning.applied(target, TuningDatabase(tmp_path / "none.json")):
+            tuning.choose_convolutions(work)
+            return tuning.dense_convolutions_whole()
+
+    light, mixed = work_of(FusedThenDepthwise()), work_of(DenseNet(depthwise=True))
+    dilated = work_of(FusedThenDepthwise(dilated=True))
+    assert light.grouped and light.per_tap_share == pytest.approx(2.36 / 115.6, rel=0.01)
+    assert mixed.per_tap_share > tuning.AUTO_MAX_PER_TAP_SHARE
+    assert dilated.per_tap_share > 0.4  # the dilated one counts as per tap
+    assert chosen(light) and not chosen(mixed) and not chosen(dilated)
+    assert not chosen(light, "cpu:x86-64-v3")
+
+
 def test_lowerkits_own_data_tiled_choice_compiles_says_so_and_matches_eager(monkeypatch):
     """On this host: data-tiled where its CPU has AVX-512, the rule where it has not."""
     seen = _flags_seen(monkeypatch)

@@ -597,12 +597,13 @@ _CONV_TARGETS = ("aten.conv2d.default", "aten.conv2d.padding", "aten.conv3d.defa
 def conv_work(graph: torch.fx.Graph) -> "tuning.ConvWork":
     """What a program's 2-D convolutions ask of the CPU, read from its exported graph before
     anything is decomposed (`tuning.choose_convolutions`): the multiply-adds of its dense ones
-    with a kernel larger than 1x1, whether any is grouped (depthwise), and whether any dense
-    one's kernel is not square. A 3-D convolution counts as the 2-D ones it becomes
+    with a kernel larger than 1x1, whether any is grouped (depthwise), whether any dense
+    one's kernel is not square, and the work of those that stay per tap beside data-tiled
+    ones (grouped and dilated ones) against all of it. A 3-D convolution counts as the 2-D ones it becomes
     (`_conv3d_by_depth`): data-tiled whole, R3D-18's 64-channel block ran 2.7x faster than
     with those 2-D ones per tap (Zen 4)."""
     dense_flops, grouped, transposed, shapes, not_f32 = 0.0, False, False, [], False
-    asymmetric = False
+    asymmetric, per_tap_flops, all_flops = False, 0.0, 0.0
     for node in graph.nodes:
         if node.op != "call_function" or not (str(node.target) in _CONV_TARGETS
                                               or node.target in (torch.conv2d, torch.conv3d)):
@@ -621,13 +622,20 @@ def conv_work(graph: torch.fx.Graph) -> "tuning.ConvWork":
         not_f32 = not_f32 or w.dtype != torch.float32
         shapes.append(_plain((x.shape if isinstance(x, torch.Tensor) else None, w.shape,
                               *node.args[3:6], groups)))
+        flops = (2.0 * out.numel() * math.prod(w.shape[1:])
+                 if _static(out) and _static(w) else 0.0)
+        dilation = node.args[5] if len(node.args) > 5 else node.kwargs.get("dilation", 1)
+        all_flops += flops
         if isinstance(groups, int) and groups != 1:
             grouped = True
+            per_tap_flops += flops
         elif w.shape[-2] * w.shape[-1] > 1 and _static(out) and _static(w):
-            dense_flops += 2.0 * out.numel() * math.prod(w.shape[1:])
+            dense_flops += flops
             asymmetric = asymmetric or w.shape[-2] != w.shape[-1]
+        if groups == 1 and any(d != 1 for d in _per_dim(dilation, w.dim() - 2)):
+            per_tap_flops += flops  # dense and dilated: per tap beside data-tiled ones too
     return tuning.ConvWork(dense_flops, grouped, transposed, tuple(shapes), not_f32,
-                           asymmetric)
+                           asymmetric, per_tap_flops, all_flops)
 
 
 def _value(node: Any) -> Any:
