@@ -786,6 +786,29 @@ def render_tap_rows(data: dict, path: str) -> str:
                          ("three taps a matmul (now)", "one tap a matmul (before)"))
 
 
+# -- depthwise_share.py --json ---------------------------------------------------------------------
+def render_depthwise_share(data: dict, path: str) -> str:
+    """Each net with depthwise convolutions: its per-tap share, eager, torch.compile, the rule,
+    data-tiled and IREE's defaults, and what lowerkit chooses for it now."""
+    lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | per-tap share | eager "
+             "| torch.compile | rule | data-tiled | iree-defaults | rule / data-tiled "
+             "| lowerkit's choice | iree-defaults / choice | eager / choice | error / scale |",
+             "| --- |" + " ---: |" * 8 + " --- |" + " ---: |" * 3]
+    for r in data["rows"]:
+        if not r["matches_eager"]:
+            raise ResultError(f"{path}: {r['name']} did not match eager")
+        ms, chose = r["ms"], r["lowerkits_choice"]
+        name = f"{r['name']} (held out)" if r["kind"] == "held out" else r["name"]
+        lines.append(f"| {name} | {r['per_tap_share']:.3f} | " + " | ".join(_num(ms[k]) for k in (
+            "eager", "torch.compile", "rule", "data-tiled", "iree-defaults"))
+            + f" | {_ratio(ms['rule'] / ms['data-tiled'])} | {chose}"
+            + f" | {_ratio(ms['iree-defaults'] / ms[chose])} | {_ratio(ms['eager'] / ms[chose])}"
+            + f" | {_num(max(r['error_over_scale'].values()), 2)} |")
+    return (("\n".join(lines)) + f"\n\nData-tiled where the per-tap share is at most "
+            f"{data['max_per_tap_share']}. Load average {_num(data['load_after'], 2)} at the end "
+            f"of the run.\n\n{provenance(path, data['meta'])}")
+
+
 # -- conv3d_forms.py --json ------------------------------------------------------------------------
 def render_conv3d_forms(data: dict, path: str) -> str:
     """Each 3-D shape and the model: eager, torch.compile, per tap and by depth."""
@@ -2105,6 +2128,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/tap_rows.py"
          " --json benchmarks/results/tap-rows-zen3.json",),
         render_tap_rows, torch_threads=2),
+    "conv-strategy-grouped-zen4": Block(
+        ("conv-strategy-grouped-zen4.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/depthwise_share.py"
+         " --json benchmarks/results/conv-strategy-grouped-zen4.json",),
+        render_depthwise_share, torch_threads=2),
     "tap-rows-zen3-resnet50": Block(
         ("tap-rows-zen3-resnet50.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/tap_rows.py --shapes none"
