@@ -98,12 +98,16 @@ AUTO_MIN_FLOPS = 10e6
 # caller's ``convolutions="data-tiled"`` and a measured `lowerkit tune` entry still apply.
 # A net with depthwise convolutions keeps the rule unless they, with any dilated ones (both
 # stay per tap, channels-first, beside data-tiled channels-last ones), are at most this share
-# of its convolution work. On a Zen 4 (benchmarks/conv_strategy.py, conv-strategy-grouped-zen4)
-# EfficientNet-V2-S at 384 px (1.0 % of its work depthwise: its first stages are dense
-# Fused-MBConv blocks) ran 1.4x faster data-tiled, where every net with a larger share lost or
-# stayed level: DeepLabV3-MobileNetV3 (71 %, mostly dilated), RegNet-Y, MobileNetV3 and
-# EfficientNet-B0 (9-14 %), ConvNeXt (5-36 %). The Xeon's stored runs of the same choice on
-# dense and depthwise nets (conv-strategy-xeon) track the Zen 4's within 0.1x.
+# of its convolution work. On a Zen 4 (benchmarks/depthwise_share.py,
+# conv-strategy-grouped-zen4 and -again) EfficientNet-V2-S at 384 px (1.0 % depthwise: its
+# first stages are dense Fused-MBConv blocks) ran 1.32x and 1.25x faster data-tiled; of two
+# such nets held out, timm's EfficientNetV2-B0 ran 1.05x (0.62x in a run where the host's
+# second core ran slow in bursts) and EfficientNetV2-RW-T 0.88x, still 1.08x IREE's defaults.
+# Every net with a larger share lost or stayed level: DeepLabV3-MobileNetV3 (71 %, mostly
+# dilated) 0.91x, RegNet-Y, MobileNetV3, EfficientNet-B0 and MnasNet (9-14 %) 0.58-0.91x,
+# ConvNeXt (5 and 36 %) level. The Xeon's stored runs of the same choice on dense and
+# depthwise nets (conv-strategy-xeon) track the Zen 4's within 0.1x; this share was not
+# measured there.
 AUTO_MAX_PER_TAP_SHARE = 0.03
 
 
