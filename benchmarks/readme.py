@@ -1560,6 +1560,11 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real-models --peers --rounds 7"
          " --torch-threads 2 --json benchmarks/results/real-models-zen4.json",),
         render_real_models, torch_threads=2),
+    "real-models-zen4-inception": Block(
+        ("real-models-zen4-inception.json",),
+        ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench inception_v3,inception_v3 --peers"
+         " --rounds 9 --torch-threads 2 --json benchmarks/results/real-models-zen4-inception.json",),
+        render_real_models, torch_threads=2),
     "real-models-zen3": Block(
         ("real-models-zen3.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/lowerkit bench real-models --peers --rounds 7"
