@@ -19,7 +19,6 @@ torchvision's EfficientNet-B0 and MnasNet (depthwise blocks throughout).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import warnings
 
 REAL = ["efficientnet_v2_s", "deeplabv3_mobilenet_v3_large", "regnet_y_400mf",
@@ -41,15 +40,6 @@ def _held_out(library: str, name: str, size: int):
     else:
         model = getattr(ecosystem.import_torchvision().models, name)(weights=None)
     return real_models._calibrated(model, image), (image,)
-
-
-@contextlib.contextmanager
-def _iree_defaults():
-    from lowerkit import tuning
-
-    with tuning.forced_matmul_tile(tuning.IREE_DEFAULT), tuning.forced_dispatch_configs({}), \
-            tuning.forced_convolutions(tuning.IM2COL):
-        yield
 
 
 def _share(row: dict, make) -> None:
@@ -80,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     from lowerkit import tuning
-    from lowerkit.tools.bench import run_metadata, write_results
+    from lowerkit.tools.bench import iree_defaults, run_metadata, write_results
     from lowerkit.tools.tune import form_benchmark, model_cases
 
     meta = run_metadata()
@@ -91,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                       "held out"))
     forms = {"rule": lambda: tuning.forced_convolutions(tuning.RULE),
              "data-tiled": lambda: tuning.forced_convolutions(tuning.DATA_TILED),
-             "iree-defaults": _iree_defaults}
+             "iree-defaults": iree_defaults}
     rows = form_benchmark(cases, forms, opts.rounds, None)
     for row, (_, make, _) in zip(rows, cases):
         _share(row, make)

@@ -17,6 +17,7 @@ after 2-thread eager calls; `lowerkit bench --settle-ms 0` shows it).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import inspect
 import math
@@ -334,15 +335,24 @@ def _compile_inductor(model, args, kwargs, result: "BenchResult"):
     return compiled
 
 
+@contextlib.contextmanager
+def iree_defaults():
+    """Compiles inside take IREE's defaults for the rules lowerkit chooses per shape: every
+    convolution whole, IREE's matmul tile, no dispatch configurations (the "iree-defaults"
+    peer, and the form benchmarks that time it)."""
+    from .. import tuning
+
+    with tuning.forced_matmul_tile(tuning.IREE_DEFAULT), tuning.forced_dispatch_configs({}), \
+            tuning.forced_convolutions(tuning.IM2COL):
+        yield
+
+
 def _compile_iree_defaults(model, args, kwargs, target: str, result: "BenchResult"):
     """lowerkit's import with IREE's defaults for the rules lowerkit chooses per shape (see
     PEERS); no compile cache, so the cold time is a real compile."""
-    from .. import tuning
-
     start = time.perf_counter()
-    with tuning.forced_matmul_tile(tuning.IREE_DEFAULT), tuning.forced_dispatch_configs({}):
-        art = api.compile(model, args, kwargs, target=target, convolutions=tuning.IM2COL,
-                          cache=False)
+    with iree_defaults():
+        art = api.compile(model, args, kwargs, target=target, cache=False)
     result.compile_cold["iree-defaults"] = time.perf_counter() - start
     for _ in range(3):
         art(*args, **kwargs)
