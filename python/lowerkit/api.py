@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
@@ -16,7 +17,6 @@ from . import collector, registry, tuning
 from .cache import CompileCache, recipe_key, resolve_cache
 from .errors import LowerkitError, StageError, UnsupportedError
 from .ingress.fingerprint import fingerprint
-from .ingress.importer import ImportedProgram, import_program
 from .ir import Build, op_histogram
 from .iree import bridge, compiler, filter_layout, parameters
 from .passes import seed_input
@@ -29,14 +29,33 @@ from .stages.pipeline import Pipeline
 from .stages.stage import StageRecord
 from .target import Target, llvmcpu_flags, prefetch_host_cpu, resolve_host_cpu
 
-# What every compile of a torch program loads (torch.export's tracer with Dynamo and AOT
-# Autograd, torch-mlir's FX importer, IREE's IR bindings), loaded with this module, under
-# `collector.loading` when ``lowerkit.compile`` is first used, rather than inside the first
-# compile: `collector.held` freezes what exists when a compile begins, so the collection that
-# ends the first compile walks only what the compile made (README, "Full collections").
-for _module in ("torch.export._trace", "torch_mlir.fx", "iree.compiler.ir"):
-    with contextlib.suppress(ImportError):  # a private module: loaded later if renamed
-        importlib.import_module(_module)
+if TYPE_CHECKING:
+    from .ingress.importer import ImportedProgram
+
+# What a compile that traces loads (torch.export's tracer with Dynamo and AOT Autograd,
+# torch-mlir's FX importer, IREE's IR bindings): about 1.7 s of a fresh process, which a
+# compile the cache answers by fingerprint never needs (issue 73). Loaded at the first compile
+# that traces, then frozen with what the compile found (`collector.loaded`), so that the
+# collection ending the first compile walks only what the compile made (README, "Full
+# collections").
+_COMPILE_PATH = ("torch.export._trace", "torch_mlir.fx", "iree.compiler.ir",
+                 "lowerkit.ingress.importer")
+
+
+def _load_compile_path() -> None:
+    if all(name in sys.modules for name in _COMPILE_PATH):
+        return
+    for name in _COMPILE_PATH:
+        with contextlib.suppress(ImportError):  # a private module: loaded later if renamed
+            importlib.import_module(name)
+    collector.loaded()
+
+
+def import_program(*args, **kwargs) -> "ImportedProgram":
+    """`lowerkit.ingress.importer.import_program`, loaded on first use."""
+    from .ingress.importer import import_program as imported
+
+    return imported(*args, **kwargs)
 
 DEFAULT_PIPELINE = "torch-to-linalg"
 
@@ -206,6 +225,7 @@ def compile_imported(
 
 def _compile(load, target, pipe, dump, instruments, iree_flags, store=None, device=None,
              iree_phases=False, fingerprint=None):
+    _load_compile_path()
     with tuning.applied(target) as tuned, tuning.per_tap_written() as per_tap:
         imported = load()
         # a stored whole-compile choice (the matmul tile); a flag the caller gave wins

@@ -160,8 +160,10 @@ def cache_key(
 
 
 # A program's fingerprint (`lowerkit.ingress.fingerprint`) -> its cache key, learnt when it was
-# traced in this process: a later compile of the same program is answered without tracing.
+# traced in this process: a later compile of the same program is answered without tracing. A
+# portable fingerprint's key is also kept in the cache folder, for the processes after this one.
 _FINGERPRINTS: dict[tuple[str, str], str] = {}
+_KEY_LENGTH = 64
 
 
 @dataclass
@@ -181,6 +183,9 @@ class CompileCache:
 
     def path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.lkc"
+
+    def fingerprint_path(self, fingerprint: str) -> Path:
+        return self.directory / "fingerprints" / fingerprint[:2] / fingerprint
 
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
@@ -262,27 +267,76 @@ class CompileCache:
             hit.cache_note += f"; fingerprint {fingerprint.note}"
         if fingerprint is not None and not hit.state:
             _FINGERPRINTS[str(self.directory), fingerprint] = key
+            if getattr(fingerprint, "portable", False):
+                self._remember(fingerprint, key)
         return hit
 
+    def _remember(self, fingerprint: str, key: str) -> None:
+        """Keep a portable fingerprint's key in the folder (atomically: a reader sees the
+        whole key or none)."""
+        path = self.fingerprint_path(fingerprint)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(key)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def _remembered(self, fingerprint: str) -> str | None:
+        """The key another process kept for a portable fingerprint, if well formed."""
+        if not getattr(fingerprint, "portable", False):
+            return None
+        try:
+            key = self.fingerprint_path(fingerprint).read_text()
+        except (FileNotFoundError, UnicodeDecodeError):
+            return None
+        if len(key) != _KEY_LENGTH or any(c not in "0123456789abcdef" for c in key):
+            return None
+        return key
+
     def recall(self, fingerprint: str, device: str | None = None) -> "Artifact | None":
-        """The artifact of a program this process traced before, found by its fingerprint
-        alone (no trace, no import); None when unknown or no longer stored."""
+        """The artifact of a program traced before, found by its fingerprint alone (no trace,
+        no import): by this process, or by an earlier one when the fingerprint is portable;
+        None when unknown or no longer stored."""
         key = _FINGERPRINTS.get((str(self.directory), fingerprint))
+        earlier = key is None
+        if earlier:
+            key = self._remembered(fingerprint)
         if key is None:
             return None
         art = self.get(key, device)
         if art is None:
-            del _FINGERPRINTS[str(self.directory), fingerprint]
+            self.forget(fingerprint)
             return None
-        art.cache_note = "hit: fingerprint (not traced, imported or compiled)"
+        _FINGERPRINTS[str(self.directory), fingerprint] = key
+        art.cache_note = ("hit: fingerprint, kept by an earlier process (not traced, imported "
+                          "or compiled)" if earlier
+                          else "hit: fingerprint (not traced, imported or compiled)")
         if getattr(fingerprint, "note", ""):  # it could not guard only what the code reads
             art.cache_note += f"; {fingerprint.note}"
         return art
+
+    def forget(self, fingerprint: str | None = None) -> None:
+        """Forget one fingerprint, or all of this folder's (in this process and on disk): the
+        next compile of such a program traces and imports it, then finds it by program key."""
+        folder = str(self.directory)
+        for known in [k for k in _FINGERPRINTS if k[0] == folder
+                      and fingerprint in (None, k[1])]:
+            del _FINGERPRINTS[known]
+        paths = ([self.fingerprint_path(fingerprint)] if fingerprint is not None
+                 else self.directory.glob("fingerprints/*/*"))
+        for path in paths:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
     def clear(self) -> None:
         for p in self.directory.glob("*/*.lkc"):
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
+        self.forget()
 
     def __repr__(self) -> str:
         return f"CompileCache({str(self.directory)!r})"

@@ -82,6 +82,14 @@ def held() -> Iterator[None]:
                     gc.unfreeze()
 
 
+def loaded() -> None:
+    """Modules loaded inside a held compile (the compile path, loaded once a compile must
+    trace) join what `held` froze at its start: the collection that ends it skips them."""
+    with _lock:
+        if _holding:
+            gc.freeze()
+
+
 @contextlib.contextmanager
 def loading() -> Iterator[None]:
     """Hold full collections off while a module loads, before the process's first compile

@@ -120,10 +120,22 @@ def op_name(op: Any) -> str:
     return f"{op.namespace}::{op._opname}.{op._overloadname}"
 
 
+def _convert_element_type(a: Any, dtype: Any) -> Any:
+    return a.to(dtype, copy=True)
+
+
+# Ops run as the tensor method that does the same: torch's prims run behind
+# ``torch._disable_dynamo``, whose first call imports Dynamo (1.5 s of a fresh process's first
+# call, binding ResNet-50's folded weights from a warm cache; issue 73).
+_EAGER = {"prims::convert_element_type.default": _convert_element_type}
+
+
 def resolve(name: str) -> Any:
     """The op ``name`` (`op_name`) names, looked up in `NAMESPACES` only."""
     import torch
 
+    if name in _EAGER:
+        return _EAGER[name]
     namespace, _, rest = name.partition("::")
     packet, _, overload = rest.partition(".")
     try:

@@ -23,8 +23,12 @@ attribute, a tensor the code reads as a global, a function rather than a module,
 the CPU) it gives None, and the program is traced as before. An object the code reads that it
 cannot read through stands by its identity (Dynamo's ``ID_MATCH``). A method reached only by a
 name computed at run time (``getattr(self, f"act_{i}")``) enters by its code, not its reads.
-It never stands in for the program key across processes: the mapping from fingerprint to
-program key lives in the process that traced it.
+
+Across processes (`Fingerprint.portable`): the compile cache keeps a fingerprint's program key
+on disk only when nothing in it stands by identity, no code reads other frames, and no
+operator of a library outside torch is named, since those hold only within one process. The
+Python and NumPy versions are in the digest, and the recipe it is given carries torch's,
+torch-mlir's, IREE's and lowerkit's own sources'.
 """
 
 from __future__ import annotations
@@ -124,6 +128,15 @@ _NOT_CALLED = {"__init__", "__new__", "__post_init__", "__init_subclass__", "__s
 _BUILDING = {"__init__", "__new__", "__post_init__"}
 
 
+def _custom_operator(fn: Any) -> bool:
+    """An operator registered outside torch (``torch.ops.mylib.op``): what it does is not in
+    the fingerprint."""
+    if type(fn).__name__ not in ("OpOverload", "OpOverloadPacket"):
+        return False
+    name = getattr(fn, "_qualified_op_name", None) or str(fn)
+    return name.partition("::")[0].partition(".")[0] not in ("aten", "prims")
+
+
 class _Reader:
     """Walks what a model's code reads, from ``forward`` (and the special methods Python calls
     by itself): the globals each function loads (and the attributes it reads off modules), the
@@ -140,6 +153,7 @@ class _Reader:
         self.whole: dict = {}      # modules read whole (globals(), imported in a function, ...)
         self.reached: set = {"forward"}
         self.waiting: dict = {}    # a method's name -> its functions, walked once it is reached
+        self.local: list = []      # what holds in this process only (an identity, ...)
 
     def function(self, fn: Any) -> None:
         fn = getattr(fn, "__func__", fn)
@@ -149,6 +163,10 @@ class _Reader:
             # a builtin or a library's function: named by where it lives, with the user's
             # function it may wrap (a decorator of torch's without functools.wraps)
             self.out.append(f"{module or '?'}.{getattr(fn, '__qualname__', repr(fn))}")
+            if code is None and not _fixed(module) or _custom_operator(fn):
+                # a compiled library's function or a custom operator: named, not read; what
+                # it does may change with a package another process has at another version
+                self.local.append(f"names {module or '?'}.{getattr(fn, '__qualname__', '?')}")
             if isinstance(code, types.CodeType):  # torch's Conv2d.forward calls _conv_forward
                 self.reach(_reads(code)[2])
             inner = [getattr(fn, "__wrapped__", None)]
@@ -184,6 +202,9 @@ class _Reader:
                 if name in _DYNAMIC and value is not _ABSENT:
                     self.whole.setdefault(namespace.get("__name__"), f"{where} calls {name}()")
             self.out.append(f"global {name}")
+            if (value is torch and chain[:1] == ("ops",) and len(chain) > 1
+                    and chain[1] not in ("aten", "prims")):  # torch.ops.mylib.op: not torch's
+                self.local.append(f"{where} calls torch.ops.{chain[1]}")
             for attr in chain:  # mod.sub.attr: read the attribute, not the whole module
                 if not isinstance(value, types.ModuleType):
                     break
@@ -339,6 +360,7 @@ class _Reader:
                     raise
         if strict:
             raise _Unreadable(type(v).__name__)
+        self.local.append(f"reads a {type(v).__qualname__} by its identity")
         return f"<{type(v).__module__}.{type(v).__qualname__} #{id(v)}>"
 
     def loose_module(self, module: torch.nn.Module) -> str:
@@ -393,9 +415,12 @@ def _few(reasons) -> str:
 
 
 class Fingerprint(str):
-    """A fingerprint (its hex digest) with a note on what it guards, for the cache's note."""
+    """A fingerprint (its hex digest) with a note on what it guards, for the cache's note, and
+    whether it may stand for its program in another process (`portable`; else why not)."""
 
     note: str = ""
+    portable: bool = False
+    local: str = ""
 
 
 def _hooks(module: torch.nn.Module) -> bool:
@@ -429,7 +454,9 @@ def fingerprint(fn: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
                  repr(torch.get_default_dtype()), torch.are_deterministic_algorithms_enabled(),
                  # lowerkit's own decompositions at import, and derived weights, on or off
                  os.environ.get("LOWERKIT_DECOMPOSITIONS", "1"),
-                 os.environ.get("LOWERKIT_DERIVED_WEIGHTS", "1")]
+                 os.environ.get("LOWERKIT_DERIVED_WEIGHTS", "1"),
+                 # for another process: bytecode and NumPy's functions (named, not read)
+                 sys.version, getattr(sys.modules.get("numpy"), "__version__", None)]
     reader = _Reader(out)
     try:
         for name, module in fn.named_modules(remove_duplicate=False):
@@ -455,6 +482,9 @@ def fingerprint(fn: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
     except (_Unreadable, RecursionError):
         return None
     digest = Fingerprint(hashlib.sha256(repr(out).encode()).hexdigest())
+    local = reader.local + reader.dynamic
+    digest.portable = not local
+    digest.local = _few(local)
     if reader.dynamic:
         digest.note = "guards whole files, as before issue 73: " + _few(reader.dynamic)
     elif reader.whole:
