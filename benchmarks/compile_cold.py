@@ -21,6 +21,11 @@ In that process, for each model (random weights, batch 1):
    it is spawned: the interpreter's start, ``import torch, lowerkit`` and building the model
    included) to its first result, checked against eager after the clock stops (issue 73).
 
+``--inductor``: each run also compiles the model with ``torch.compile`` (Inductor, its own
+caches in a new empty folder) in a fresh process, from after ``import torch`` and building the
+model to its first result under ``torch.no_grad()``, checked against eager: the ``cold``
+column's peer.
+
 Peak memory is the largest resident set of the process, and of any one of its children
 (iree-compile, and the forked children that run stages in isolation, whose pages shared with
 the parent count), over the whole run (``getrusage``). ``--json`` stores everything with the run's
@@ -34,6 +39,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -213,6 +219,33 @@ def second(name: str, cache_dir: str, spawned: float) -> dict:
             "matches_eager": result.ok, "check": str(result)}
 
 
+def inductor(name: str) -> dict:
+    """Inductor's cold compile of one model, in this (fresh) process."""
+    import torch
+
+    from lowerkit.runtime.numerics import compare
+
+    warnings.simplefilter("ignore")
+    model, args = _models()[name]()
+    start = time.perf_counter()
+    compiled = torch.compile(model)
+    with torch.no_grad():
+        got = compiled(*args)
+    seconds = time.perf_counter() - start
+    with torch.no_grad():
+        result = compare(got, model(*args))
+    return {"to_first_result_s": seconds, "matches_eager": result.ok, "check": str(result)}
+
+
+def median_and_range(row: dict, step: str) -> str:
+    """A step run once per repeat: the median of its runs, their range in brackets."""
+    runs = row.get(f"{step}_runs_s") or ([row[step]["to_first_result_s"]] if step in row else [])
+    if not runs:
+        return "-"
+    text = f"{statistics.median(runs):.2f}"
+    return text + (f" ({min(runs):.2f}–{max(runs):.2f})" if len(runs) > 1 else "")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("models", help="comma-separated: zoo names, bert_base, gpt2_base")
@@ -224,13 +257,19 @@ def main() -> None:
                         "every run's cold time beside it (iree-compile's time on these 2-core "
                         "hosts varies by a second from run to run)")
     p.add_argument("--one", help=argparse.SUPPRESS)  # the per-model child process
+    p.add_argument("--inductor", action="store_true",
+                   help="also time Inductor's cold compile of each model, in a fresh process")
     p.add_argument("--second", nargs=3, help=argparse.SUPPRESS)  # NAME CACHE SPAWNED: step 5
+    p.add_argument("--inductor-one", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.one:
         print(json.dumps(one(a.one, a.convolutions)))
         return
     if a.second:
         print(json.dumps(second(a.second[0], a.second[1], float(a.second[2]))))
+        return
+    if a.inductor_one:
+        print(json.dumps(inductor(a.inductor_one)))
         return
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
     from rich.console import Console
@@ -264,6 +303,18 @@ def main() -> None:
                 break
             runs[-1]["new_process"] = json.loads(done.stdout.strip().splitlines()[-1])
             shutil.rmtree(runs[-1].pop("cache_dir"), ignore_errors=True)
+            if a.inductor:
+                caches = tempfile.mkdtemp(prefix="inductor-cold-")
+                with console.status(f"{name}: Inductor, cold (run {i + 1})"):
+                    done = subprocess.run(
+                        [sys.executable, __file__, "x", "--inductor-one", name],
+                        capture_output=True, text=True, cwd=ROOT,
+                        env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": caches})
+                shutil.rmtree(caches, ignore_errors=True)
+                if done.returncode != 0:
+                    error = done.stderr[-3000:]
+                    break
+                runs[-1]["inductor_cold"] = json.loads(done.stdout.strip().splitlines()[-1])
         if error is not None:
             console.print(f"[red]{name} failed:[/red]\n{error}")
             results.append({"model": name, "error": error})
@@ -273,36 +324,39 @@ def main() -> None:
         if a.repeats > 1:
             chosen["cold_runs_s"] = [r["cold"]["to_first_result_s"] for r in runs]
             chosen["new_process_runs_s"] = [r["new_process"]["to_first_result_s"] for r in runs]
+            if a.inductor:
+                chosen["inductor_cold_runs_s"] = [r["inductor_cold"]["to_first_result_s"]
+                                                  for r in runs]
         results.append(chosen)
     table = Table(title=f"model to first result, seconds (load average {meta['load_average'][0]:.1f} "
                         f"at the start, {os.cpu_count()} cores)")
-    for col in ("model", "weights MiB", "vmfb KiB", "cold", "warm", "new weights", "program key",
-                "new process", "torch-import", "iree-compile", "peak RSS MiB",
+    for col in ("model", "weights MiB", "vmfb KiB", "cold", "Inductor cold", "warm", "new weights",
+                "program key", "new process", "torch-import", "iree-compile", "peak RSS MiB",
                 "largest child RSS MiB", "eager?"):
         table.add_column(col, justify="right")
     for r in results:
         if "error" in r:
-            table.add_row(r["model"], *["-"] * 11, "[red]failed")
+            table.add_row(r["model"], *["-"] * 12, "[red]failed")
             continue
         table.add_row(
             r["model"], f"{r['weights_mib']:.0f}", f"{r['vmfb_bytes'] / 1024:.0f}",
             f"{r['cold']['to_first_result_s']:.2f}" + (
                 f" ({min(r['cold_runs_s']):.2f}–{max(r['cold_runs_s']):.2f})"
                 if "cold_runs_s" in r else ""),
+            median_and_range(r, "inductor_cold"),
             *(f"{r[k]['to_first_result_s']:.2f}" for k in ("warm", "new_weights", "program_key")),
-            f"{r['new_process']['to_first_result_s']:.2f}" + (
-                f" ({min(r['new_process_runs_s']):.2f}–{max(r['new_process_runs_s']):.2f})"
-                if "new_process_runs_s" in r else ""),
+            median_and_range(r, "new_process"),
             f"{r['cold']['stages'].get('torch-import', 0):.2f}",
             f"{r['cold']['stages'].get('iree-compile', 0):.2f}",
             f"{r['peak_rss_mib']:.0f}", f"{r['peak_rss_children_mib']:.0f}",
             "yes" if all(r[k]["matches_eager"] for k in ("cold", "warm", "new_weights", "program_key",
-                                                         "new_process"))
+                                                         "new_process", "inductor_cold") if k in r)
             else "[red]NO")
     console.print(table)
     if a.json:
         Path(a.json).write_text(json.dumps({"meta": meta, "convolutions": a.convolutions or "default",
-                                            "repeats": a.repeats, "models": results}, indent=1))
+                                            "repeats": a.repeats, "inductor": a.inductor,
+                                            "models": results}, indent=1))
         console.print(f"wrote {a.json}")
 
 

@@ -355,31 +355,36 @@ def render_compile_cold(data: dict, path: str) -> str:
     """Per model: seconds from compile to the first result (checked against eager) cold, warm,
     with new weights, by program key and in a new process with the warm cache (runs that
     measured it); the stages that dominate; size and peak memory."""
-    lines = ["| model | dense 2-D convolutions | weights MiB | vmfb KiB | cold s | warm s "
-             "| new weights s | of which the hit s | program key s | new process, warm cache s "
-             "| torch-import s | iree-compile s | peak RSS MiB | largest child RSS MiB | matches eager |",
-             "| --- | --- |" + " ---: |" * 12 + " --- |"]
+    import statistics
+
+    def each_run(r: dict, step: str) -> str:  # a step run once per repeat: median (range)
+        runs = r.get(f"{step}_runs_s") or ([r[step]["to_first_result_s"]] if step in r else [])
+        if not runs:
+            return "-"
+        return _seconds(statistics.median(runs)) + (
+            f" ({_seconds(min(runs))}–{_seconds(max(runs))})" if len(runs) > 1 else "")
+
+    lines = ["| model | dense 2-D convolutions | weights MiB | vmfb KiB | cold s | Inductor cold s "
+             "| warm s | new weights s | of which the hit s | program key s "
+             "| new process, warm cache s | torch-import s | iree-compile s | peak RSS MiB "
+             "| largest child RSS MiB | matches eager |",
+             "| --- | --- |" + " ---: |" * 13 + " --- |"]
     for r in data["models"]:
         if "error" in r:
-            lines.append(f"| {r['model']} | - |" + " - |" * 12 + " failed |")
+            lines.append(f"| {r['model']} | - |" + " - |" * 13 + " failed |")
             continue
-        runs = ("cold", "warm", "new_weights", "program_key") + (
-            ("new_process",) if "new_process" in r else ())
+        runs = [k for k in ("cold", "warm", "new_weights", "program_key", "new_process",
+                            "inductor_cold") if k in r]
         cold = _seconds(r["cold"]["to_first_result_s"])
         if "cold_runs_s" in r:  # --repeats: the median run, and the range of every run's cold
             cold += f" ({_seconds(min(r['cold_runs_s']))}–{_seconds(max(r['cold_runs_s']))})"
-        fresh = "-"
-        if "new_process" in r:
-            fresh = _seconds(r["new_process"]["to_first_result_s"])
-            if "new_process_runs_s" in r:
-                fresh += (f" ({_seconds(min(r['new_process_runs_s']))}–"
-                          f"{_seconds(max(r['new_process_runs_s']))})")
         lines.append(
             f"| {r['model']} | {_convolutions_compiled(r, data)} | "
             f"{_num(r['weights_mib'])} | {_num(r['vmfb_bytes'] / 1024)} | {cold} | "
+            + f"{each_run(r, 'inductor_cold')} | "
             + " | ".join(_seconds(r[k]["to_first_result_s"]) for k in runs[1:3]) + " | "
             + f"{_seconds(r['new_weights']['compile_s'])} | "
-            + f"{_seconds(r['program_key']['to_first_result_s'])} | {fresh} | "
+            + f"{_seconds(r['program_key']['to_first_result_s'])} | {each_run(r, 'new_process')} | "
             + f"{_seconds(r['cold']['stages'].get('torch-import'))} | "
             + f"{_seconds(r['cold']['stages'].get('iree-compile'))} | "
             + f"{_num(r['peak_rss_mib'])} | {_num(r['peak_rss_children_mib'])} | "
@@ -1769,6 +1774,19 @@ BLOCKS: dict[str, Block] = {
         ("(in a git worktree at 1daf837, with PYTHONPATH=WORKTREE/python) LOWERKIT_TUNING_DB=off"
          " OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/compile_cold.py resnet18,resnet50"
          " --repeats 5 --json benchmarks/results/compile-cold-zen4-s67-before.json",),
+        render_compile_cold),
+    "compile-cold-zen4-s84-before": Block(
+        ("compile-cold-zen4-s84-before.json",),
+        ("(in a git worktree at 0dec83e, with PYTHONPATH=WORKTREE/python and this commit's"
+         " compile_cold.py) LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python"
+         " benchmarks/compile_cold.py resnet18,resnet50 --repeats 5"
+         " --json benchmarks/results/compile-cold-zen4-s84-before.json",),
+        render_compile_cold),
+    "compile-cold-zen4-s84": Block(
+        ("compile-cold-zen4-s84.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/compile_cold.py"
+         " resnet18,resnet50 --repeats 5 --inductor"
+         " --json benchmarks/results/compile-cold-zen4-s84.json",),
         render_compile_cold),
     "compile-cold-zen4-s67": Block(
         ("compile-cold-zen4-s67.json",),

@@ -154,3 +154,31 @@ def test_a_malformed_kept_key_is_ignored_and_rewritten(tmp_path):
     assert kept[0].read_text() == key
     lowerkit.CompileCache(tmp_path).forget()
     assert not list(tmp_path.glob("fingerprints/*/*"))
+
+
+def test_a_set_constant_gives_one_fingerprint_whatever_the_hash_seed():
+    """``x in {"a", "b"}`` compiles to a frozenset constant, whose order follows the process's
+    string hash seed: another process must still find the program."""
+    code = textwrap.dedent("""
+        import os, sys, torch
+        from lowerkit.ingress.fingerprint import fingerprint
+
+        class Pick(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act = "gelu"
+
+            def forward(self, x):
+                if self.act in {"gelu", "relu", "silu", "tanh", "mish", "elu"}:
+                    return torch.relu(x)
+                return x
+
+        print(fingerprint(Pick(), (torch.randn(2),), {}, None, {}))
+    """)
+    prints = set()
+    for seed in ("1", "2", "3", "4"):
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        prints.add(run.stdout.strip())
+    assert len(prints) == 1, prints

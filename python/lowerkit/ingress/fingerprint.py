@@ -76,6 +76,8 @@ def _code(code: types.CodeType, out: list) -> None:
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             _code(const, out)
+        elif isinstance(const, frozenset):  # ``x in {"a", "b"}``: its order is the hash seed's
+            out.append(f"frozenset{sorted(map(repr, const))}")
         else:
             out.append(repr(const))
 
