@@ -267,9 +267,16 @@ NOTEBOOK_CELLS = [
 ]
 
 
+def _notes(nb) -> list[str]:
+    """What the notebook's cells printed after ``NOTE``: each compile's cache note."""
+    return [line.split("NOTE ", 1)[1] for cell in nb.cells for out in cell.get("outputs", [])
+            if out.get("name") == "stdout" for line in out["text"].splitlines()
+            if line.startswith("NOTE ")]
+
+
 def test_a_notebook_hits_the_fingerprint_after_an_unrelated_cell(tmp_path):
     """In a real IPython kernel the model's class lives in ``__main__`` beside ``_i``, ``_ii``
-    and ``_iN``, which change with every cell."""
+    and ``_iN``, which change with every cell; a restarted kernel finds it too."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
@@ -279,13 +286,18 @@ def test_a_notebook_hits_the_fingerprint_after_an_unrelated_cell(tmp_path):
     # the kernel runs this Python (ipykernel's own spec), with this environment
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
-    notes = [line.split("NOTE ", 1)[1] for cell in nb.cells for out in cell.get("outputs", [])
-             if out.get("name") == "stdout" for line in out["text"].splitlines()
-             if line.startswith("NOTE ")]
+    notes = _notes(nb)
     assert len(notes) == 3, notes
     assert notes[0].startswith("miss"), notes
     assert notes[1].startswith("hit: fingerprint"), notes  # after an unrelated cell
     assert not notes[2].startswith("hit: fingerprint"), notes  # SCALE, which forward reads
+    # a restarted kernel (a new process) defines the model again: the kept fingerprint answers
+    again = nbformat.v4.new_notebook(cells=[cells[0], cells[1], nbformat.v4.new_code_cell(
+        textwrap.dedent(NOTEBOOK_CELLS[-1]).strip())])
+    nbclient.NotebookClient(again, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    notes = _notes(again)
+    assert notes and notes[0].startswith("hit: fingerprint, kept by an earlier process"), notes
 
 
 DECORATED = """
