@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from .ingress.importer import ImportedProgram
 
 # What a compile that traces loads (torch.export's tracer with Dynamo and AOT Autograd,
-# torch-mlir's FX importer, IREE's IR bindings): about 1.7 s of a fresh process, which a
-# compile the cache answers by fingerprint never needs (issue 73). Loaded at the first compile
+# torch-mlir's FX importer, IREE's IR bindings): most of a fresh process's import time, which
+# a compile the cache answers by fingerprint never needs (issue 73). Loaded at the first compile
 # that traces, then frozen with what the compile found (`collector.loaded`), so that the
 # collection ending the first compile walks only what the compile made (README, "Full
 # collections").

@@ -26,6 +26,10 @@ compile made one or two full collections there, 0.1 s each, before `held` began.
 with no compile begun, it collects the youngest generation only, so that the next hundreds of
 allocations (the call into `held`) cannot set off the full collection the loaded modules made
 due; Python makes it at its next chance after that.
+
+`loaded` freezes what a held compile has loaded so far: the compile path (torch.export's
+tracer, sympy, torch-mlir's importer), which lowerkit loads at the first compile that traces,
+since a compile the cache answers by fingerprint needs none of it.
 """
 
 from __future__ import annotations

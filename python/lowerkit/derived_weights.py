@@ -125,8 +125,8 @@ def _convert_element_type(a: Any, dtype: Any) -> Any:
 
 
 # Ops run as the tensor method that does the same: torch's prims run behind
-# ``torch._disable_dynamo``, whose first call imports Dynamo (1.5 s of a fresh process's first
-# call, binding ResNet-50's folded weights from a warm cache; issue 73).
+# ``torch._disable_dynamo``, whose first call imports Dynamo: most of a fresh process's first
+# call when it bound ResNet-50's folded weights from a warm cache (issue 73).
 _EAGER = {"prims::convert_element_type.default": _convert_element_type}
 
 
