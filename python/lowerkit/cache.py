@@ -273,14 +273,20 @@ class CompileCache:
 
     def _remember(self, fingerprint: str, key: str) -> None:
         """Keep a portable fingerprint's key in the folder (atomically: a reader sees the
-        whole key or none)."""
+        whole key or none). A folder that refuses it costs later processes a trace, never this
+        compile."""
         path = self.fingerprint_path(fingerprint)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
+        except OSError:
+            return
         try:
             with os.fdopen(fd, "w") as f:
                 f.write(key)
             os.replace(tmp, path)
+        except OSError:
+            pass
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
@@ -291,7 +297,7 @@ class CompileCache:
             return None
         try:
             key = self.fingerprint_path(fingerprint).read_text()
-        except (FileNotFoundError, UnicodeDecodeError):
+        except (OSError, UnicodeDecodeError):  # none kept, or a folder it cannot read
             return None
         if len(key) != _KEY_LENGTH or any(c not in "0123456789abcdef" for c in key):
             return None
@@ -329,7 +335,7 @@ class CompileCache:
         paths = ([self.fingerprint_path(fingerprint)] if fingerprint is not None
                  else self.directory.glob("fingerprints/*/*"))
         for path in paths:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):  # gone, or a folder that refuses it
                 path.unlink()
 
     def clear(self) -> None:

@@ -182,3 +182,13 @@ def test_a_set_constant_gives_one_fingerprint_whatever_the_hash_seed():
         assert run.returncode == 0, run.stderr[-2000:]
         prints.add(run.stdout.strip())
     assert len(prints) == 1, prints
+
+
+def test_a_folder_that_refuses_the_kept_key_costs_nothing_but_the_next_trace(tmp_path):
+    (tmp_path / "fingerprints").write_text("a file where the folder would be")
+    model, args = Plain(), (torch.randn(2, 8),)
+    art = lowerkit.compile(model, args, cache=tmp_path)
+    assert art.cache_note.startswith("miss: compiled and stored"), art.cache_note
+    with torch.no_grad():
+        torch.testing.assert_close(art(*args), model(*args), rtol=1e-5, atol=1e-6)
+    assert lowerkit.compile(model, args, cache=tmp_path).cache_note.startswith("hit: fingerprint")
