@@ -156,6 +156,7 @@ def test_a_malformed_kept_key_is_ignored_and_rewritten(tmp_path):
     assert not list(tmp_path.glob("fingerprints/*/*"))
 
 
+@pytest.mark.slow  # four fresh interpreters, too long for the quick tier: CI's full tier runs it
 def test_a_set_constant_gives_one_fingerprint_whatever_the_hash_seed():
     """``x in {"a", "b"}`` compiles to a frozenset constant, whose order follows the process's
     string hash seed: another process must still find the program."""
