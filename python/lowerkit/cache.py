@@ -275,21 +275,17 @@ class CompileCache:
         """Keep a portable fingerprint's key in the folder (atomically: a reader sees the
         whole key or none). A folder that refuses it costs later processes a trace, never this
         compile."""
-        path = self.fingerprint_path(fingerprint)
+        path, tmp = self.fingerprint_path(fingerprint), None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
-        except OSError:
-            return
-        try:
             with os.fdopen(fd, "w") as f:
                 f.write(key)
             os.replace(tmp, path)
         except OSError:
-            pass
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
     def _remembered(self, fingerprint: str) -> str | None:
         """The key another process kept for a portable fingerprint, if well formed."""

@@ -600,8 +600,8 @@ def conv_work(graph: torch.fx.Graph) -> "tuning.ConvWork":
     with a kernel larger than 1x1, whether any is grouped (depthwise), whether any dense
     one's kernel is not square, and the work of those that stay per tap beside data-tiled
     ones (grouped and dilated ones) against all of it. A 3-D convolution counts as the 2-D
-    ones it becomes (`_conv3d_by_depth`): data-tiled whole, R3D-18's 64-channel block ran 2.7x faster than
-    with those 2-D ones per tap (Zen 4)."""
+    ones it becomes (`_conv3d_by_depth`): data-tiled whole, R3D-18's 64-channel block ran 2.7x
+    faster than with those 2-D ones per tap (Zen 4)."""
     dense_flops, grouped, transposed, shapes, not_f32 = 0.0, False, False, [], False
     asymmetric, per_tap_flops, all_flops = False, 0.0, 0.0
     for node in graph.nodes:

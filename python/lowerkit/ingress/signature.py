@@ -51,7 +51,7 @@ class TensorSpec:
     @staticmethod
     def of(tensor: torch.Tensor) -> "TensorSpec":
         """The spec of a real or fake tensor; a symbolic dimension is named by its symbol."""
-        # here, not at the top: it brings sympy (0.4 s), which a cache hit never needs
+        # here, not at the top: it brings sympy, which a cache hit never needs
         from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
         return TensorSpec(tuple(static_size(d) if is_concrete_int(d) else str(d)
