@@ -61,7 +61,8 @@ def _parts(art, args) -> dict:
     exe = art.executable
     for _ in range(20):  # decide the driver (`runtime._HostPath`)
         art(*args)
-    rt, device, context, fn = exe.loaded if exe._host_path is None else exe._host_path.pick()
+    loaded = exe.loaded if exe._host_path is None else exe._host_path.pick()
+    rt, device, context, fn, storage = loaded
     hal = runtime._hal(rt)
     tensors = [a.contiguous() for a in art.signature.flatten_inputs(args, {})]
     n_out = len(art.signature.mutated_inputs) + len(art.signature.tensor_outputs) \
@@ -73,6 +74,8 @@ def _parts(art, args) -> dict:
         for t in tensors:
             lst.push_ref(device.allocator.allocate_buffer_copy(
                 hal.memory, hal.usage, device, t.numpy(), hal.element_types[t.dtype]))
+        if storage is not None:  # the loaded program's kept transient memory
+            lst.push_ref(storage.take())
         return lst
 
     wrapped = wrap()

@@ -18,7 +18,7 @@ from .cache import CompileCache, recipe_key, resolve_cache
 from .errors import LowerkitError, StageError, UnsupportedError
 from .ingress.fingerprint import fingerprint
 from .ir import Build, op_histogram
-from .iree import bridge, compiler, filter_layout, parameters
+from .iree import bridge, compiler, filter_layout, parameters, transients
 from .passes import seed_input
 from .runtime.artifact import Artifact
 from .runtime.verify import verified
@@ -446,6 +446,8 @@ def _lower(imported, records, target, pipe, dump, instruments, iree_flags, devic
     bytecode = bridge.to_iree_bytecode(module)
     serialise = time.perf_counter() - start
     program = compiler.program_key(bytecode)
+    if target.backend == "llvm-cpu":  # calls keep their transient memory (`iree.transients`)
+        bytecode = transients.caller_storage(bytecode)
     tuning.reached_iree_compile(program)
     flag_set = tuning.flag_set(target, program)
     result = compiler.compile_to_vmfb(

@@ -458,8 +458,8 @@ class _LosesItsDevice:
 
 def _lose_device_of(art, losses: int = 1):
     executable = art.executable
-    rt, device, context, fn = executable.loaded
-    executable._loaded = (rt, device, _LosesItsDevice(context, losses), fn)
+    rt, device, context, fn, storage = executable.loaded
+    executable._loaded = (rt, device, _LosesItsDevice(context, losses), fn, storage)
     return device
 
 
@@ -502,8 +502,8 @@ def test_a_program_that_loses_a_fresh_device_too_raises_device_lost_error():
     real_load = executable._load
 
     def load_losing_again():
-        rt, device, context, fn = real_load()
-        return rt, device, _LosesItsDevice(context, 1), fn
+        rt, device, context, fn, storage = real_load()
+        return rt, device, _LosesItsDevice(context, 1), fn, storage
 
     executable._load = load_losing_again
     with pytest.raises(lowerkit.DeviceLostError, match="lost running this program, and again"):

@@ -17,8 +17,9 @@ import numpy as np
 import torch
 
 from ..errors import CheckError, DeviceLostError, LowerkitError, TargetError
+from ..iree.transients import twin_name
 from ..ir import CHECK_MARK
-from . import huge_pages
+from . import huge_pages, transients
 from .worker_stack import ensure_worker_stacks
 from .yielding_wait import YieldingWait
 
@@ -124,8 +125,14 @@ class Executable:
         fn = module.lookup_function(self.function)
         if fn is None:
             raise LowerkitError(f"the compiled module has no function '{self.function}'")
+        storage = None
+        twin = module.lookup_function(twin_name(self.function)) if transients.wanted() else None
+        if twin is not None and transients.size_of(twin) > 0:
+            fn = twin
+            storage = transients.TransientStorage(rt, device, transients.size_of(twin),
+                                                  self.driver.startswith("local-"))
         self._generation = generation
-        return rt, device, context, fn
+        return rt, device, context, fn, storage
 
     @property
     def settled(self) -> bool:
@@ -135,8 +142,8 @@ class Executable:
 
     @property
     def loaded(self) -> tuple:
-        """(rt, device, context, function), loaded at first use and again after its device
-        was lost (`forget_device`)."""
+        """(rt, device, context, function, transient storage or None), loaded at first use and
+        again after its device was lost (`forget_device`)."""
         loaded = self._loaded
         if loaded is None or self._generation != _GENERATIONS.get(self.driver, 0):
             with self._lock:
@@ -178,9 +185,17 @@ class Executable:
                 f"fresh device: the program itself may be what loses it; the next call opens "
                 f"another device. {e}") from e
 
-    def call(self, context: Any, fn: Any, args: Any, results: Any) -> float | None:
+    def call(self, context: Any, fn: Any, args: Any, results: Any,
+             storage: "transients.TransientStorage | None" = None) -> float | None:
         """``context.invoke(fn, args, results)``: on local-task, timed (the seconds are returned)
-        and, after a long call, waiting as `yielding_wait` says; elsewhere untimed (None)."""
+        and, after a long call, waiting as `yielding_wait` says; elsewhere untimed (None).
+        ``storage``: the loaded program's kept transient memory, one buffer of which the call
+        takes as its last argument."""
+        if storage is not None:
+            return storage.invoke(self._call, context, fn, args, results)
+        return self._call(context, fn, args, results)
+
+    def _call(self, context: Any, fn: Any, args: Any, results: Any) -> float | None:
         if self._wait is not None:
             return self._wait.invoke(context, fn, args, results)
         context.invoke(fn, args, results)
@@ -192,7 +207,7 @@ class Executable:
         (DLPack) would write into the caller's tensors; and a result may come back in an
         argument's buffer, which is then lowerkit's copy, never the caller's tensor."""
         path = self._host_path
-        rt, device, context, fn = self.loaded if path is None else path.pick()
+        rt, device, context, fn, storage = self.loaded if path is None else path.pick()
         hal = _hal(rt)
         alloc = device.allocator.allocate_buffer_copy
         memory, usage, element_types = hal.memory, hal.usage, hal.element_types
@@ -221,7 +236,7 @@ class Executable:
                 push(alloc(memory, usage, device, arr, element_types[t.dtype]))
         results = rt.VmVariantList(n_results)
         try:
-            seconds = self.call(context, fn, args, results)
+            seconds = self.call(context, fn, args, results, storage)
             if path is not None and not path.decided:
                 path.record(context, seconds)
         except Exception as e:
@@ -662,7 +677,7 @@ def invoke_resident(
 ) -> list[DeviceTensor]:
     """Call with host or device tensors; the results stay on the device. ``result_dtypes``:
     what the results hold for the caller, when the program returns some widened."""
-    rt, device, context, fn = executable.loaded
+    rt, device, context, fn, storage = executable.loaded
     args = rt.VmVariantList(len(values))
     widen = executable.widen
     for v in values:
@@ -681,7 +696,7 @@ def invoke_resident(
             args.push_ref(upload(rt, device, v, widen))
     results = rt.VmVariantList(n_results)
     try:
-        executable.call(context, fn, args, results)
+        executable.call(context, fn, args, results, storage)
     except Exception as e:
         if device_lost(e):  # not retried: device inputs of this call may be what was lost
             executable.forget_lost_device()

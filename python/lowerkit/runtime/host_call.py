@@ -44,7 +44,7 @@ def _invoker(exe: Any, dtypes: Sequence[torch.dtype], n_results: int) -> Callabl
         return None
     path = exe._host_path
     loaded = exe.loaded if path is None else path.pick()
-    rt, device, context, fn = loaded
+    rt, device, context, fn, storage = loaded
     hal = _hal(rt)
     alloc = device.allocator.allocate_buffer_copy
     memory, usage = hal.memory, hal.usage
@@ -55,8 +55,11 @@ def _invoker(exe: Any, dtypes: Sequence[torch.dtype], n_results: int) -> Callabl
     if path is not None and path._twin is not None and loaded is path._twin.loaded:
         # local-sync runs the program in the caller's thread: there is no wait on workers for
         # `yielding_wait` to yield, only its two policy switches around a long call
-        def call(context: Any, fn: Any, args: Any, results: Any) -> None:
-            context.invoke(fn, args, results)
+        def call(context: Any, fn: Any, args: Any, results: Any, storage: Any) -> None:
+            if storage is not None:
+                storage.invoke(_invoke, context, fn, args, results)
+            else:
+                context.invoke(fn, args, results)
     n_in = len(types)
     outs = range(n_results)
 
@@ -74,10 +77,14 @@ def _invoker(exe: Any, dtypes: Sequence[torch.dtype], n_results: int) -> Callabl
             else:
                 push(alloc(memory, usage, device, arr, element))
         results = variants(n_results)
-        call(context, fn, args, results)
+        call(context, fn, args, results, storage)
         get = results.get_as_object
         return [_host_tensor(rt, get(i, view)) for i in outs]
     return invoke
+
+
+def _invoke(context: Any, fn: Any, args: Any, results: Any) -> None:
+    context.invoke(fn, args, results)
 
 
 def host_caller(art: Any) -> Callable[..., Any]:

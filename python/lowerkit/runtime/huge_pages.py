@@ -50,10 +50,23 @@ def copy_in(rt: Any, device: Any, memory: Any, usage: Any, arr: np.ndarray,
         allocation_size=arr.nbytes)
     mapping = buffer.map()
     view = mapping.asarray(arr.shape, arr.dtype)
-    start = -(-view.ctypes.data // HUGE_PAGE) * HUGE_PAGE
-    end = (view.ctypes.data + arr.nbytes) // HUGE_PAGE * HUGE_PAGE
-    if end > start:
-        madvise()(start, end - start, _MADV_HUGEPAGE)  # advice: refused, it changes nothing
+    _advise(view.ctypes.data, arr.nbytes)
     np.copyto(view, arr)
     del view, mapping
     return rt.HalBufferView(buffer, list(arr.shape), element_type)
+
+
+def advise(buffer: Any, nbytes: int) -> None:
+    """Advise a host buffer's pages (its first ``nbytes``) as huge ones, before anything
+    faults them in (`lowerkit.runtime.transients`' kept buffers)."""
+    mapping = buffer.map()
+    view = mapping.asarray((nbytes,), np.dtype(np.uint8))
+    _advise(view.ctypes.data, nbytes)
+    del view, mapping
+
+
+def _advise(address: int, nbytes: int) -> None:
+    start = -(-address // HUGE_PAGE) * HUGE_PAGE
+    end = (address + nbytes) // HUGE_PAGE * HUGE_PAGE
+    if end > start:
+        madvise()(start, end - start, _MADV_HUGEPAGE)  # advice: refused, it changes nothing
