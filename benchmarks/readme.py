@@ -829,6 +829,41 @@ def render_conv3d_forms(data: dict, path: str) -> str:
                          ("per tap (now)", "by depth (before)"))
 
 
+# -- transients.py --json -------------------------------------------------------------------------
+def render_transients(data: dict, path: str) -> str:
+    """Each shape and model: its largest intermediate tensor and its slab, eager,
+    torch.compile, transient memory kept where it pays (now), kept for every program, and
+    IREE's slab per call (before)."""
+    forms = ("kept where it pays", "kept, every program", "IREE's, per call")
+    lines = [f"| batch 1, fp32, ms a call (medians of {data['rounds']}) | largest tensor MiB "
+             "| slab MiB | eager | torch.compile | kept where it pays (now) "
+             "| kept, every program | IREE's, per call (before) | every program / now "
+             "| per call / now | eager / now | iree-compile s, every program "
+             "| iree-compile s, per call | error / scale |",
+             "| --- |" + " ---: |" * 13]
+    for r in data["rows"]:
+        if not r["matches_eager"]:
+            raise ResultError(f"{path}: {r['name']} did not match eager")
+        ms, now = r["ms"], r["ms"][forms[0]]
+        name = r["name"] if r["kind"] == "shape" else f"**{r['name']}**"
+        lines.append(f"| {name} | {_num(r['largest_intermediate_bytes'] / 2**20)} "
+                     f"| {_num(r['slab_bytes'] / 2**20)} | "
+                     + " | ".join(_num(ms[k]) for k in ("eager", "torch.compile", *forms))
+                     + "".join(f" | {_ratio(ms[f] / now)}" for f in forms[1:])
+                     + f" | {_ratio(ms['eager'] / now)} "
+                     f"| {_num(r['iree_compile_s'][forms[1]])} "
+                     f"| {_num(r['iree_compile_s'][forms[2]])} "
+                     f"| {_num(max(r['error_over_scale'].values()), 2)} |")
+    return (("\n".join(lines)) + f"\n\nLoad average {_num(data['load_after'], 2)} at the end "
+            f"of the run.\n\n{provenance(path, data['meta'])}")
+
+
+def render_transients_every_program(data: dict, path: str) -> str:
+    """The first run (at bba303e), when every CPU program went through the twin."""
+    return _render_forms(data, path, ("kept", "IREE's, per call"),
+                         ("twin, every program", "IREE's, per call (before)"))
+
+
 # -- conv_phases.py --json -------------------------------------------------------------------------
 def render_conv_phases(data: dict, path: str) -> str:
     """Each shape and model: eager, torch.compile, data-tiled whole and by phases."""
@@ -2154,6 +2189,16 @@ BLOCKS: dict[str, Block] = {
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/conv3d_forms.py"
          " --json benchmarks/results/conv3d-forms-zen3.json",),
         render_conv3d_forms, torch_threads=2),
+    "transients-zen4-every-program": Block(
+        ("transients-zen4-every-program.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/transients.py"
+         " --json benchmarks/results/transients-zen4.json",),
+        render_transients_every_program, torch_threads=2),
+    "transients-zen4": Block(
+        ("transients-zen4.json",),
+        ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/transients.py"
+         " --json benchmarks/results/transients-zen4.json",),
+        render_transients, torch_threads=2),
     "tap-rows-zen3": Block(
         ("tap-rows-zen3.json",),
         ("OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/tap_rows.py"

@@ -61,6 +61,8 @@ NOT_MEASURED = {
     "2 GiB",       # an isolated stage's least memory budget (stages/isolation.MIN_BUDGET)
     "20 minutes",  # the quick test tier's budget on 2 cores (README, getting started)
     "80 minutes",  # the whole suite's budget on 2 cores, CI's (README, getting started)
+    "32 MiB",      # glibc's largest mmap threshold on 64-bit (runtime/transients.MIN_SLAB_BYTES)
+    "12 MiB",      # the twin's least intermediate tensor (iree/transients.MIN_LARGEST_BYTES)
 }
 
 

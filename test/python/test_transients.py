@@ -11,7 +11,15 @@ import torch
 
 import lowerkit
 from lowerkit.iree import transients as twin
+from lowerkit.runtime import transients as kept
 from lowerkit.runtime.numerics import compare
+
+
+@pytest.fixture
+def every_program(monkeypatch):
+    """The twin compiled and called whatever the sizes: the mechanism, on small programs."""
+    monkeypatch.setattr(twin, "MIN_LARGEST_BYTES", 0)
+    monkeypatch.setattr(kept, "MIN_SLAB_BYTES", 0)
 
 
 def _mlp(width: int = 256) -> torch.nn.Module:
@@ -21,7 +29,7 @@ def _mlp(width: int = 256) -> torch.nn.Module:
                                torch.nn.Linear(width, 16)).eval()
 
 
-def test_a_cpu_program_runs_its_twin_with_one_kept_buffer():
+def test_a_cpu_program_runs_its_twin_with_one_kept_buffer(every_program):
     model, x = _mlp(), torch.randn(8, 64)
     art = lowerkit.compile(model, (x,), cache=False)
     with torch.no_grad():
@@ -35,7 +43,7 @@ def test_a_cpu_program_runs_its_twin_with_one_kept_buffer():
     assert storage is not None and storage.size > 0 and storage.allocated == 1
 
 
-def test_concurrent_calls_each_get_their_own_buffer():
+def test_concurrent_calls_each_get_their_own_buffer(every_program):
     """Threads calling one program at once: a buffer shared by two calls in flight would mix
     their intermediate tensors (with one buffer handed to every call, answers went wrong)."""
     model = _mlp(512)
@@ -63,7 +71,7 @@ def test_concurrent_calls_each_get_their_own_buffer():
     assert 1 <= storage.allocated <= 4
 
 
-def test_keep_transients_off_calls_the_plain_entry_point(monkeypatch):
+def test_keep_transients_off_calls_the_plain_entry_point(monkeypatch, every_program):
     monkeypatch.setenv("LOWERKIT_KEEP_TRANSIENTS", "0")
     model, x = _mlp(), torch.randn(8, 64)
     art = lowerkit.compile(model, (x,), cache=False)
@@ -73,7 +81,7 @@ def test_keep_transients_off_calls_the_plain_entry_point(monkeypatch):
     assert fn.name == art.executable.function and storage is None
 
 
-def test_the_plain_entry_point_stays_for_irees_own_tools(monkeypatch):
+def test_the_plain_entry_point_stays_for_irees_own_tools(monkeypatch, every_program):
     """A user's IREE runtime (iree-run-module) calls ``main`` as it always did: the twin is
     an addition, and the module holds each dispatch once."""
     import iree.runtime as rt
@@ -93,7 +101,7 @@ def test_the_plain_entry_point_stays_for_irees_own_tools(monkeypatch):
     assert art.compile_stats["dispatches"] == alone.compile_stats["dispatches"]
 
 
-def test_a_dynamic_program_has_no_twin():
+def test_a_dynamic_program_has_no_twin(every_program):
     """Its slab's size depends on the call: IREE would ask for it with a call of its own."""
     model = _mlp()
     x = torch.randn(8, 64)
@@ -106,7 +114,7 @@ def test_a_dynamic_program_has_no_twin():
     assert fn.name == "main" and storage is None
 
 
-def test_caller_storage_adds_a_twin_that_calls_the_entry_point():
+def test_caller_storage_adds_a_twin_that_calls_the_entry_point(every_program):
     from iree.compiler import ir
 
     text = """
@@ -129,3 +137,41 @@ def test_caller_storage_adds_a_twin_that_calls_the_entry_point():
     assert twin.caller_storage(src) == src
     with pytest.raises(Exception):
         twin.caller_storage(b"not bytecode")
+
+
+def test_by_default_only_a_slab_past_glibcs_heap_goes_through_the_twin():
+    """A slab past glibc's largest mmap threshold was mapped afresh at every call; a smaller
+    one comes from glibc's heap, and through the twin MobileNetV3-small's ran slower
+    (benchmarks/transients.py): a small program has no twin, a large one runs through it."""
+    import iree.runtime as rt
+
+    small, x = _mlp(), torch.randn(8, 64)
+    art = lowerkit.compile(small, (x,), cache=False)
+    module = rt.VmModule.copy_buffer(rt.VmInstance(), art.vmfb)
+    assert module.lookup_function(twin.twin_name("main")) is None
+    assert art.executable.loaded[4] is None
+
+    torch.manual_seed(0)
+    wide = torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.GELU(),
+                               torch.nn.Linear(2048, 2048), torch.nn.GELU(),
+                               torch.nn.Linear(2048, 512)).eval()
+    x = torch.randn(4096, 512)
+    art = lowerkit.compile(wide, (x,), cache=False)
+    with torch.no_grad():
+        assert compare(art(x), wide(x)).ok
+    storage = art.executable.loaded[4]
+    assert storage is not None and storage.size > kept.MIN_SLAB_BYTES
+
+
+def test_a_twin_whose_slab_fits_glibcs_heap_is_not_called(monkeypatch):
+    import iree.runtime as rt
+
+    monkeypatch.setattr(twin, "MIN_LARGEST_BYTES", 0)  # compiled whatever its tensors
+    small, x = _mlp(), torch.randn(8, 64)
+    art = lowerkit.compile(small, (x,), cache=False)
+    module = rt.VmModule.copy_buffer(rt.VmInstance(), art.vmfb)
+    assert module.lookup_function(twin.twin_name("main")) is not None
+    with torch.no_grad():
+        assert compare(art(x), small(x)).ok
+    rt_, device, context, fn, storage = art.executable.loaded
+    assert fn.name == "main" and storage is None

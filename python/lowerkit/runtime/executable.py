@@ -127,7 +127,7 @@ class Executable:
             raise LowerkitError(f"the compiled module has no function '{self.function}'")
         storage = None
         twin = module.lookup_function(twin_name(self.function)) if transients.wanted() else None
-        if twin is not None and transients.size_of(twin) > 0:
+        if twin is not None and transients.pays(transients.size_of(twin)):
             fn = twin
             storage = transients.TransientStorage(rt, device, transients.size_of(twin),
                                                   self.driver.startswith("local-"))

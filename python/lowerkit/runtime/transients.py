@@ -17,11 +17,22 @@ from typing import Any, Callable
 from . import huge_pages
 
 SIZE_KEY = "iree.abi.transients.size.constant"
+# glibc's largest mmap threshold on a 64-bit host (DEFAULT_MMAP_THRESHOLD_MAX): a slab up to
+# this size comes from glibc's heap after the first call, which keeps it for every program; a
+# larger one is mapped afresh at every call. Below it a buffer kept per program gains nothing
+# (benchmarks/transients.py: level within the run's spread) and only adds memory, so the plain
+# entry point serves it.
+MIN_SLAB_BYTES = 32 << 20
 
 
 def wanted() -> bool:
     """Whether calls keep their transient memory (``LOWERKIT_KEEP_TRANSIENTS``, on unless 0)."""
     return os.environ.get("LOWERKIT_KEEP_TRANSIENTS", "1") != "0"
+
+
+def pays(size: int) -> bool:
+    """Whether a program whose twin needs ``size`` transient bytes is called through it."""
+    return size > MIN_SLAB_BYTES
 
 
 def size_of(fn: Any) -> int:
