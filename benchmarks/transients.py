@@ -11,9 +11,9 @@ program whose slab is past that threshold keeps its buffers, advised as huge pag
 (`lowerkit.runtime.transients`): ``kept where it pays``, what lowerkit does now. ``kept, every
 program`` compiles and calls the twin whatever the sizes (what decided the two thresholds);
 ``IREE's, per call`` is the compile without the twin, what lowerkit did before. The shape is
-R3D-18's 64-channel 3x3x3
-convolution with BatchNorm and ReLU, on 16 frames of 56x56; the models are issue 71's. All are
-timed interleaved with eager and torch.compile, medians of rounds, and checked against eager.
+R3D-18's 64-channel 3x3x3 convolution with BatchNorm and ReLU, on 16 frames of 56x56; the
+models are issue 71's. All are timed interleaved with eager and torch.compile, medians of
+rounds, and checked against eager.
 """
 
 from __future__ import annotations
@@ -47,9 +47,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from lowerkit.tools.tune import form_benchmark, form_benchmark_options, model_cases
-
     from lowerkit.tools.bench import run_metadata, write_results
+    from lowerkit.tools.tune import form_benchmark, form_benchmark_options, model_cases
 
     opts = form_benchmark_options(__doc__, MODELS, 7, argv)
     meta = run_metadata()

@@ -2249,7 +2249,7 @@ FAULTS = [
     Fault("transients-buffer-not-given-back", "a call's transient buffer is not given back: each call allocates another",
           ["test/python/test_transients.py::test_a_cpu_program_runs_its_twin_with_one_kept_buffer"],
           "python/lowerkit/runtime/transients.py",
-          "        finally:\n            self._free.append(buffer)\n",
+          "        finally:\n            self.give(buffer)\n",
           "        finally:\n            pass\n"),
     Fault("transients-twin-not-compiled", "a CPU program is compiled without the twin that takes its transient memory",
           ["test/python/test_transients.py::test_a_cpu_program_runs_its_twin_with_one_kept_buffer"],

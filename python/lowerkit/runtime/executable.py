@@ -127,9 +127,10 @@ class Executable:
             raise LowerkitError(f"the compiled module has no function '{self.function}'")
         storage = None
         twin = module.lookup_function(twin_name(self.function)) if transients.wanted() else None
-        if twin is not None and transients.pays(transients.size_of(twin)):
+        size = transients.size_of(twin) if twin is not None else 0
+        if transients.pays(size):
             fn = twin
-            storage = transients.TransientStorage(rt, device, transients.size_of(twin),
+            storage = transients.TransientStorage(rt, device, size,
                                                   self.driver.startswith("local-"))
         self._generation = generation
         return rt, device, context, fn, storage

@@ -82,4 +82,4 @@ class TransientStorage:
         try:
             return call(context, fn, args, results)
         finally:
-            self._free.append(buffer)
+            self.give(buffer)
