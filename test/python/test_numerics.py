@@ -179,3 +179,38 @@ def test_elementwise_rtol_atol_stay_for_explicit_callers():
 def test_a_dtype_other_than_expected_fails_even_with_equal_values(got, expected):
     result = compare((torch.ones(3, dtype=got),), (torch.ones(3, dtype=expected),))
     assert not result.ok and f"output[0]: dtype {got}, expected {expected}" in result.message
+
+
+def _deep_sums(dtype: torch.dtype, order: str = "forward") -> torch.Tensor:
+    """64 outputs of 16 layers of 1024-term dot products with gain 2 (a chaotic net): float32
+    rounding in another order grows past the fixed tolerance, as it does through a real network
+    at its published size."""
+    g = torch.Generator().manual_seed(3)
+    h = torch.randn(1, 1024, generator=g, dtype=torch.float64).to(dtype)
+    for _ in range(16):
+        w = (torch.randn(1024, 1024, generator=g, dtype=torch.float64) * 2 / 32).to(dtype)
+        h = torch.tanh(h @ w if order == "forward" else h.flip(-1) @ w.flip(0))
+    return h[:, :64]
+
+
+def test_float64_judgement_passes_float32_rounding_in_another_order():
+    from lowerkit.runtime.numerics import judge_by_float64
+
+    eager, other = _deep_sums(torch.float32), _deep_sums(torch.float32, "reversed")
+    reference = _deep_sums(torch.float64)
+    assert not compare(other, eager).ok  # the fixed tolerance fails on rounding alone
+    judged = judge_by_float64(other, eager, reference)
+    assert judged.ok, judged.message
+    assert "rounds as eager does: output: against float64, RMSE" in judged.message
+
+
+@pytest.mark.parametrize("fault", ["every output off by 1e-4", "one output off by 3e-4"])
+def test_float64_judgement_catches_an_error_past_eagers_rounding(fault):
+    from lowerkit.runtime.numerics import judge_by_float64
+
+    eager, reference = _deep_sums(torch.float32), _deep_sums(torch.float64)
+    wrong = eager * (1 + 1e-4) if fault.startswith("every") else eager.clone()
+    if fault.startswith("one"):
+        wrong[0, 5] += 3e-4 * float(reference.abs().max())  # 10x eager's worst
+    judged = judge_by_float64(wrong, eager, reference)
+    assert not judged.ok and judged.message.startswith("rounds worse than eager: output:")
