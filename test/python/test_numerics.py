@@ -214,3 +214,28 @@ def test_float64_judgement_catches_an_error_past_eagers_rounding(fault):
         wrong[0, 5] += 3e-4 * float(reference.abs().max())  # 10x eager's worst
     judged = judge_by_float64(wrong, eager, reference)
     assert not judged.ok and judged.message.startswith("rounds worse than eager: output:")
+
+
+def test_a_zoo_check_judged_by_float64_still_compares_its_int_outputs(monkeypatch):
+    """A float output over its tolerance sends `check_model` to the float64 judgement; an int
+    output wrong beside it must still fail the model (compare reports only its first failure)."""
+    import lowerkit
+    from lowerkit.zoo import ZooModel
+    from lowerkit.zoo import coverage
+
+    class Deep(torch.nn.Module):
+        def forward(self, x):
+            return _deep_sums(torch.float32) * x, torch.argmax(x, dim=-1)
+
+    class Compiled:
+        compile_rung, records = "fast", []
+
+        def __call__(self, x):  # the float output rounded in another order, the argmax wrong
+            return _deep_sums(torch.float32, "reversed") * x, torch.argmax(x, dim=-1) + 1
+
+    entry = ZooModel("planted", "ops:mlp", "ops")
+    x = torch.ones(1, 64)
+    monkeypatch.setattr(ZooModel, "make", lambda self: (Deep(), (x,), {}))
+    monkeypatch.setattr(lowerkit, "compile", lambda *a, **k: Compiled())
+    result = coverage.check_model(entry)
+    assert not result.ok and "output[1]: 1 of 1 elements differ" in result.message, result.message

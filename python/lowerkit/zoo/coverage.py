@@ -85,7 +85,15 @@ def _judged_by_float64(result, model, args, kwargs, actual, expected):
     keeps the first verdict. A model that does not run in float64 keeps the first verdict."""
     import copy
 
-    from ..runtime.numerics import judge_by_float64
+    from ..runtime.numerics import Tolerance, judge_by_float64
+
+    # everything but the float values must still match: compare keeps only its first failure,
+    # and an int or bool output, or a NaN's place, wrong behind a float over its tolerance
+    # would otherwise pass here
+    anything_else = compare(actual, expected, tol=Tolerance(
+        float("1e300"), reason="float values are judged against float64 next"))
+    if not anything_else.ok:
+        return anything_else
 
     def wide(x):
         return x.double() if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x
