@@ -864,47 +864,6 @@ def render_transients_every_program(data: dict, path: str) -> str:
                          ("twin, every program", "IREE's, per call (before)"))
 
 
-# -- zoo_real.py --json ----------------------------------------------------------------------------
-def render_zoo_real(data: dict, path: str) -> str:
-    """Per library and kind: models in the zoo, run, matched within the fixed tolerance,
-    matched by the float64 judgement, failed; the judged and failed models by name."""
-    from collections import Counter
-
-    kinds = {}
-    for name in data["zoo"]:
-        lib = name.split("_", 1)[0]
-        kinds[name] = {"tv": "torchvision", "timm": "timm", "hf": "transformers"}[lib]
-    rows = {r["name"]: r for r in data["rows"]}
-    judged = {n for n, r in rows.items() if r["ok"] and "rounds as eager does" in r["message"]}
-    lines = ["| library | models | run | match eager within 1e-5 of scale "
-             "| match by the float64 judgement | fail | median s a model | slowest |",
-             "| --- |" + " ---: |" * 7]
-    for lib in ("torchvision", "timm", "transformers"):
-        names = [n for n in data["zoo"] if kinds[n] == lib]
-        run = [rows[n] for n in names if n in rows]
-        secs = sorted(r["seconds"] for r in run if r["seconds"] is not None)
-        slow = max(run, key=lambda r: r["seconds"] or 0) if run else None
-        lines.append(
-            f"| {lib} | {len(names)} | {len(run)} "
-            f"| {sum(r['ok'] and r['name'] not in judged for r in run)} "
-            f"| {sum(r['name'] in judged for r in run)} | {sum(not r['ok'] for r in run)} "
-            f"| {_num(secs[len(secs) // 2]) if secs else '-'} "
-            f"| {slow['name'] + ' ' + _num(slow['seconds']) + ' s' if slow else '-'} |")
-    failed = [r for r in rows.values() if not r["ok"]]
-    out = "\n".join(lines)
-    if judged:
-        out += ("\n\nOver the fixed tolerance against eager, and as close to the float64 answer as "
-                "eager's own float32 is: " + ", ".join(sorted(judged)) + ".")
-    if failed:
-        out += "\n\nFailed: " + "; ".join(
-            f"{r['name']} ({r['status']}, {r['stage']}: {r['message'][:200]})" for r in failed) + "."
-    statuses = Counter(r["status"] for r in rows.values())
-    out += (f"\n\n**{sum(r['ok'] for r in rows.values())} of {len(rows)}** models run match "
-            f"eager ({len(data['zoo'])} in the zoo; outcomes: "
-            + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) + ").")
-    return out + f"\n\n{provenance(path, data['meta'])}"
-
-
 # -- conv_phases.py --json -------------------------------------------------------------------------
 def render_conv_phases(data: dict, path: str) -> str:
     """Each shape and model: eager, torch.compile, data-tiled whole and by phases."""
@@ -2235,11 +2194,6 @@ BLOCKS: dict[str, Block] = {
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/transients.py"
          " --json benchmarks/results/transients-zen4.json",),
         render_transients_every_program, torch_threads=2),
-    "zoo-real-zen4": Block(
-        ("zoo-real-zen4.json",),
-        ("LOWERKIT_TUNING_DB=off .venv/bin/python benchmarks/zoo_real.py --shard K/4 "
-         "--journal shardK.jsonl --json benchmarks/results/zoo-real-zen4.json",),
-        render_zoo_real),
     "transients-zen4": Block(
         ("transients-zen4.json",),
         ("LOWERKIT_TUNING_DB=off OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/transients.py"

@@ -32,22 +32,7 @@ def _param(m):
     return pytest.param(m, id=m.name, marks=marks)
 
 
-# Ecosystem vision models whose family the real-size zoo holds at its published size: in CI
-# these ten 64-px compiles took 79-213 s each under load (1,323 test-seconds, about 11 minutes
-# of the 80-minute budget, at 660b20b on Zen 4), and their families run at real size in
-# test_zoo_real_share.py, a sixteenth of that zoo a commit. `lowerkit zoo --ecosystem --slow`
-# still runs them at 64 px.
-AT_REAL_SIZE = {
-    "tv_efficientnet_b0": "tv_efficientnet_b0", "tv_efficientnet_v2_s": "tv_efficientnet_v2_s",
-    "tv_mobilenet_v3_small": "tv_mobilenet_v3_small", "tv_regnet_y_400mf": "tv_regnet_y_400mf",
-    "timm_levit": "timm_levit_128s", "timm_coatnet": "timm_coatnet_nano_rw_224",
-    "timm_efficientnet_b0": "timm_efficientnet_b0", "timm_convnext_atto": "timm_convnext_atto",
-    "timm_mobilenetv3": "timm_mobilenetv3_large_100", "timm_regnetx": "timm_regnetx_002",
-}
-
-
-@pytest.mark.parametrize("entry", [_param(m) for m in ecosystem_models()
-                                   if m.name not in AT_REAL_SIZE])
+@pytest.mark.parametrize("entry", [_param(m) for m in ecosystem_models()])
 def test_ecosystem_model_matches_eager(entry):
     result = check_model(entry)
     assert result.ok, f"{entry.name} stopped at {result.stage}: {result.message}"
@@ -74,15 +59,6 @@ def test_fast_ecosystem_models_compile_for_each_named_cpu(entry):
     failed = {r.target: f"{r.stage}: {r.message}" for r in results if not r.ok}
     assert not failed, failed
     assert all(r.rung for r in results)
-
-
-@pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="needs timm, torchvision")
-def test_the_vision_models_left_to_the_real_size_zoo_are_in_it():
-    from lowerkit.zoo.real import real_zoo
-
-    real = {m.name for m in real_zoo()}
-    assert set(AT_REAL_SIZE) <= set(ECOSYSTEM)
-    assert set(AT_REAL_SIZE.values()) <= real, set(AT_REAL_SIZE.values()) - real
 
 
 def test_ecosystem_zoo_covers_the_issue_s_families():

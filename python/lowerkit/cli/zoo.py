@@ -1,7 +1,6 @@
 """``lowerkit zoo``: run the model zoo through lowerkit and print the coverage table; with
 ``--ecosystem``, the models built from ``transformers``/``torchvision``/``timm`` in a second
-table beside it (`lowerkit.zoo.ecosystem`); with ``--real``, the models at their published sizes
-(`lowerkit.zoo.real`), often one shard of them (``--shard auto/4``)."""
+table beside it (`lowerkit.zoo.ecosystem`)."""
 
 from __future__ import annotations
 
@@ -20,10 +19,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ecosystem", action="store_true",
                    help="also the ecosystem zoo (transformers, torchvision, timm; its fast "
                         "models unless --slow)")
-    p.add_argument("--real", action="store_true",
-                   help="the zoo of models at their published sizes instead (torchvision, timm, "
-                        "transformers; lowerkit.zoo.real): minutes a model, so often one "
-                        "--shard of it")
     p.add_argument("--list", action="store_true", help="list the zoo and exit")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
     p.add_argument("--journal", default=None, metavar="FILE",
@@ -37,16 +32,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _entries(args: argparse.Namespace) -> list:
     from lowerkit.zoo import models
 
-    if args.real:
-        from lowerkit.errors import LowerkitError
-        from lowerkit.zoo.real import real_zoo
-
-        real = {m.name: m for m in real_zoo()}
-        unknown = [n for n in args.names if n not in real]
-        if unknown:
-            raise LowerkitError(f"no real-size zoo model {', '.join(unknown)}; "
-                                "`lowerkit zoo --real --list` lists them")
-        return [real[n] for n in args.names] if args.names else list(real.values())
     if args.names:
         from lowerkit.zoo.ecosystem import find
 
@@ -99,11 +84,8 @@ def main(args: argparse.Namespace) -> int:
                                       header=header, resume=args.resume, shard=args.shard,
                                       on_outcome=seen)
     results = [(by_name[r.name], r) for r in (result_of(o) for o in outcomes)]
-    for title, groups in (("zoo", None), ("ecosystem zoo", {"ecosystem"}),
-                          ("real-size zoo", {"real"})):
-        group = [(m, r) for m, r in results
-                 if (m.group not in ("ecosystem", "real") if groups is None
-                     else m.group in groups)]
+    for title, ecosystem in (("zoo", False), ("ecosystem zoo", True)):
+        group = [(m, r) for m, r in results if (m.group == "ecosystem") == ecosystem]
         if not group:
             continue
         table = Table(title=f"{title} coverage → {args.target}")
@@ -117,9 +99,9 @@ def main(args: argparse.Namespace) -> int:
             expected = " (known)" if "known-failure" in m.tags and not r.ok else ""
             err = "-" if r.max_abs_error is None else f"{r.max_abs_error:.2e}"
             rel = "-" if r.max_rel_error is None else f"{r.max_rel_error:.2e}"
-            group_name = m.group if m.group not in ("ecosystem", "real") else next(
+            group_name = m.group if m.group != "ecosystem" else next(
                 (t for t in ("transformers", "torchvision", "timm") if t in m.tags), m.group)
-            note = r.message[:160] if not r.ok or r.message else getattr(m, "note", "")
+            note = r.message[:160] if not r.ok else getattr(m, "note", "")
             table.add_row(m.name, group_name, stage + expected, r.rung or "-", err, rel,
                           f"{r.compile_seconds:.1f}", note)
         console.print(table)

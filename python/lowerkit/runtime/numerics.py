@@ -16,8 +16,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-__all__ = ["Tolerance", "DEFAULT_TOLERANCES", "tolerance_for", "compare", "Comparison",
-           "judge_by_float64"]
+__all__ = ["Tolerance", "DEFAULT_TOLERANCES", "tolerance_for", "compare", "Comparison"]
 
 
 @dataclass(frozen=True)
@@ -201,53 +200,3 @@ def compare(actual: Any, expected: Any, *, tol: Tolerance | Mapping[str, Toleran
     return Comparison(True, worst_abs, worst_leaf,
                       f"matches eager: max abs error {worst_abs:.3g}, {worst_rel:.3g} of the "
                       f"output's scale ({how})", worst_rel)
-
-
-# how much further from the float64 answer than eager's own float32 rounding a compiled output
-# may be, in RMSE and in max error. torch._dynamo's accuracy check asks RMSE <= 2x eager's; 3x
-# here: RegNet-Y-128GF at 384 px measured 2.3x eager's RMSE on Zen 4 (its grouped convolutions
-# summed in another order), while a 1e-4 error planted in test_numerics.py measures 5x and 10x.
-FLOAT64_RMSE_MULTIPLIER = 3.0
-FLOAT64_MAX_MULTIPLIER = 4.0
-
-
-def judge_by_float64(actual: Any, expected: Any, reference64: Any) -> Comparison:
-    """Whether each float32 leaf of ``actual`` is as close to the float64 answer
-    (``reference64``, the same program run in float64) as eager's float32 ``expected`` is:
-    RMSE within `FLOAT64_RMSE_MULTIPLIER` and max error within `FLOAT64_MAX_MULTIPLIER` of
-    eager's, each plus a tenth of the float32 tolerance of the scale. A deep network at its
-    real size sums in another order than eager over thousands of terms per output, so a fixed
-    tolerance against eager fails on rounding alone; this asks instead whether lowerkit rounds
-    worse than eager does. Call it after `compare` has found the structure, dtypes, shapes and
-    non-finite places the same."""
-    a_leaves, _ = pytree.tree_flatten_with_path(actual)
-    e_leaves = pytree.tree_leaves(expected)
-    r_leaves = pytree.tree_leaves(reference64)
-    if not len(a_leaves) == len(e_leaves) == len(r_leaves):
-        return Comparison(False, float("inf"), None, "the float64 run gave another structure")
-    floor = DEFAULT_TOLERANCES[torch.float32].rel / 10
-    worst, worst_leaf, bad, lines = 0.0, None, None, []
-    for (path, a), e, r in zip(a_leaves, e_leaves, r_leaves):
-        if not (isinstance(e, torch.Tensor) and e.dtype == torch.float32) or not e.numel():
-            continue
-        name = _path(path)
-        if not isinstance(r, torch.Tensor) or r.shape != e.shape:
-            return Comparison(False, float("inf"), name, f"{name}: the float64 run differs")
-        r = r.detach().double()
-        fin = torch.isfinite(r) & torch.isfinite(e) & torch.isfinite(a)
-        scale = _scale(r[fin].abs())
-        ours = (a.detach().double() - r)[fin] / scale
-        eager = (e.detach().double() - r)[fin] / scale
-        rmse = (float(ours.pow(2).mean().sqrt()), float(eager.pow(2).mean().sqrt()))
-        top = (float(ours.abs().max()), float(eager.abs().max()))
-        worst, worst_leaf = (top[0], name) if top[0] >= worst else (worst, worst_leaf)
-        line = (f"{name}: against float64, RMSE {rmse[0]:.2g} of the scale (eager's float32 "
-                f"{rmse[1]:.2g}), max {top[0]:.2g} (eager's {top[1]:.2g})")
-        lines.append(line)
-        if (rmse[0] > FLOAT64_RMSE_MULTIPLIER * rmse[1] + floor
-                or top[0] > FLOAT64_MAX_MULTIPLIER * top[1] + floor):
-            bad = bad or line
-    if bad:
-        return Comparison(False, worst, worst_leaf, f"rounds worse than eager: {bad}", worst)
-    return Comparison(True, worst, worst_leaf,
-                      "rounds as eager does: " + "; ".join(lines[:3]), worst)

@@ -71,44 +71,9 @@ def check_model(entry: ZooModel, target: str = "cpu", **compile_options) -> Cove
         return CoverageResult(entry.name, False, "run", None, _summary(e), seconds, stages,
                               rung=art.compile_rung)
     result = compare(actual, expected, tol=entry.tol)
-    if not result.ok and entry.tol is None and "over the tolerance" in result.message:
-        result = _judged_by_float64(result, model, args, kwargs, actual, expected)
     return CoverageResult(entry.name, result.ok, "check", result.max_abs_error,
-                          result.message if "rounds as eager" in result.message or not result.ok
-                          else "", seconds, stages,
+                          "" if result.ok else result.message, seconds, stages,
                           result.max_rel_error, art.compile_rung)
-
-
-def _judged_by_float64(result, model, args, kwargs, actual, expected):
-    """A float32 output over its tolerance against eager: judged instead by whether lowerkit
-    is as close to the float64 answer as eager's float32 is (`judge_by_float64`); the message
-    keeps the first verdict. A model that does not run in float64 keeps the first verdict."""
-    import copy
-
-    from ..runtime.numerics import Tolerance, judge_by_float64
-
-    # everything but the float values must still match: compare keeps only its first failure,
-    # and an int or bool output, or a NaN's place, wrong behind a float over its tolerance
-    # would otherwise pass here
-    anything_else = compare(actual, expected, tol=Tolerance(
-        float("1e300"), reason="float values are judged against float64 next"))
-    if not anything_else.ok:
-        return anything_else
-
-    def wide(x):
-        return x.double() if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x
-
-    try:
-        model64 = copy.deepcopy(model).double()
-        with torch.no_grad():
-            reference = model64(*[wide(a) for a in args], **{k: wide(v) for k, v in kwargs.items()})
-    except Exception:  # noqa: BLE001 - an op without float64: the first verdict stands
-        return result
-    judged = judge_by_float64(actual, expected, reference)
-    judged.message = f"{judged.message} (against eager: {result.message})"
-    judged.max_abs_error = result.max_abs_error
-    judged.max_rel_error = result.max_rel_error
-    return judged
 
 
 @dataclass

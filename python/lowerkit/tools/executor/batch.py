@@ -27,8 +27,7 @@ def add_arguments(p: argparse.ArgumentParser, default_timeout: float | None = No
     p.add_argument("--resume", action="store_true",
                    help="with --json: skip the items the journal already has an outcome for")
     p.add_argument("--shard", default=None, metavar="K/N", type=shard_argument,
-                   help="run only shard K of N (every N-th item from the K-th): one CI job each; "
-                   "auto/N: the shard the commit count picks, so N commits in a row run all")
+                   help="run only shard K of N (every N-th item from the K-th): one CI job each")
     p.add_argument("--item-timeout", type=float, default=default_timeout, metavar="S",
                    help="seconds an item may run"
                    + (f" (default {default_timeout:g})" if default_timeout else " (default: none)"))

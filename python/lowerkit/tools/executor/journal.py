@@ -89,35 +89,17 @@ class Journal:
             self._file.close()
 
 
-def parse_shard(text: str | None, commits: int | None = None) -> tuple[int, int] | None:
-    """``"K/N"`` (1 <= K <= N) as (K, N); None for None. ``"auto/N"`` rotates through the N
-    shards with the checkout's commit count (``commits``, else ``git rev-list --count HEAD``):
-    any N commits in a row run every item once, where one CI run cannot take them all."""
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"K/N"`` (1 <= K <= N) as (K, N); None for None."""
     if text is None:
         return None
-    first, _, rest = text.partition("/")
     try:
-        n = int(rest)
-        k = None if first == "auto" else int(first)
+        k, n = (int(part) for part in text.split("/"))
     except ValueError:
-        raise ValueError(f"--shard {text!r}: expected K/N or auto/N, e.g. 2/4") from None
-    if k is None:
-        k = (commits if commits is not None else _commit_count()) % max(n, 1) + 1
+        raise ValueError(f"--shard {text!r}: expected K/N, e.g. 2/4") from None
     if not 1 <= k <= n:
         raise ValueError(f"--shard {text!r}: K must be in 1..N")
     return k, n
-
-
-def _commit_count() -> int:
-    import subprocess
-
-    try:
-        out = subprocess.run(["git", "rev-list", "--count", "HEAD"], capture_output=True,
-                             text=True, timeout=30, check=True).stdout
-        return int(out)
-    except (OSError, subprocess.SubprocessError, ValueError):
-        raise ValueError("--shard auto/N picks its shard from the git checkout's commit count, "
-                         "and there is no git checkout here: give K/N") from None
 
 
 def select_shard(items: list[Item], shard: tuple[int, int] | None) -> list[Item]:
